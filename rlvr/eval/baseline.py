@@ -3,7 +3,8 @@
 ``params.yaml`` section ``baseline`` (:class:`BaselineParams`). Output layout under ``out_dir`` (``data/baseline``):
 ``samples/<dataset>.jsonl`` (one row per (task, sample)), ``per_task/<dataset>.json`` (pass@k arrays),
 ``qa/<dataset>/<verdict>.jsonl`` (QA logs). The metrics file maps each dataset to its metrics dict, plus
-``"protocol"``: backend, model, sampling parameters, n, ks, judge version.
+``"protocol"``: backend, model, model tag (content hash, :func:`baseline_model_tag`), sampling parameters, n, ks,
+judge version.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from pydantic import Field, model_validator
 from rlvr.config import Section
 from rlvr.data.schema import Problem, read_problems
 from rlvr.eval.protocol import evaluate
+from rlvr.eval.provenance import file_sha256, model_tag
 from rlvr.generate import Generator, SamplingParams, make_generator
 
-__all__ = ["BaselineParams", "DatasetSelection", "make_baseline_generator", "run_baseline", "select_problems"]
+__all__ = ["BaselineParams", "DatasetSelection", "baseline_model_tag", "make_baseline_generator", "run_baseline",
+           "select_problems"]
 
 log = logging.getLogger(__name__)
 
@@ -107,25 +110,44 @@ def make_baseline_generator(cfg: BaselineParams, dataset: str | None = None) -> 
     return make_generator("samples", path=cfg.samples[dataset])
 
 
+def baseline_model_tag(cfg: BaselineParams, gen: Generator, dataset: str | None = None) -> str:
+    """The model identity in the sample keys of a baseline run (:mod:`rlvr.eval.protocol`).
+
+    hf / vllm: :func:`rlvr.eval.provenance.model_tag` of ``cfg.model`` (folder path + content sha256, so weights
+    re-published at the same path are regenerated; a Hub id is used as is). samples: ``samples:<file>@<sha256[:16]>``
+    of ``dataset``'s samples file. openai: the generator's ``model_id`` (the served name; a server's weights cannot
+    be hashed from here). Raises ``FileNotFoundError`` for a model folder without model files."""
+    if cfg.backend in ("hf", "vllm"):
+        return model_tag(cfg.model)
+    if cfg.backend == "samples" and dataset is not None and dataset in cfg.samples:
+        path = Path(cfg.samples[dataset])
+        return f"samples:{path.name}@{file_sha256(path)[:16]}"
+    return gen.model_id
+
+
 def run_baseline(cfg: BaselineParams, judge: Any, problems_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
-    """Evaluate every ``cfg.datasets`` entry; returns ``{dataset: metrics, "protocol": {...}}`` (module doc)."""
+    """Evaluate every ``cfg.datasets`` entry; returns ``{dataset: metrics, "protocol": {...}}`` (module doc).
+    Stored samples under ``out_dir`` are reused only for the same model content (:func:`baseline_model_tag`)."""
     from rlvr.model import resolve_model_ref
 
     out_dir = Path(out_dir)
     report: dict[str, Any] = {}
     shared = None if cfg.backend == "samples" else make_baseline_generator(cfg)
+    tags: dict[str, str] = {}
     for sel in cfg.datasets:
         problems = select_problems(problems_dir, sel)
         gen = shared or make_baseline_generator(cfg, sel.name)
-        log.info("baseline %s: %d problems", sel.name, len(problems))
+        tags[sel.name] = baseline_model_tag(cfg, gen, sel.name)
+        log.info("baseline %s: %d problems (model %s)", sel.name, len(problems), tags[sel.name])
         report[sel.name] = evaluate(
             problems, gen, judge, cfg.sampling, out_dir, n=cfg.n, ks=cfg.ks, qa_per_verdict=cfg.qa_per_verdict,
             samples_path=out_dir / "samples" / f"{sel.name}.jsonl", qa_dir=out_dir / "qa" / sel.name,
-            per_task_path=out_dir / "per_task" / f"{sel.name}.json",
+            per_task_path=out_dir / "per_task" / f"{sel.name}.json", model_tag=tags[sel.name],
         )
     report["protocol"] = {
         "backend": cfg.backend,
         "model": resolve_model_ref(cfg.model) if cfg.backend != "samples" else None,
+        "model_tag": next(iter(tags.values())) if len(set(tags.values())) == 1 else tags,
         "sampling": cfg.sampling.model_dump(mode="json"),
         "n": cfg.n,
         "ks": list(cfg.ks),

@@ -43,6 +43,7 @@ from rlvr.config import ConfigError, Section
 from rlvr.data.schema import Problem, read_problems
 from rlvr.eval.metrics import compute_metrics, pass_at_k, per_task_counts
 from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, sample_key
+from rlvr.eval.provenance import model_hash, tag_of
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
@@ -187,35 +188,6 @@ def check_tuning_stages(params: Mapping[str, Any], tuning_stages: Sequence[str])
 
 
 # ---------------------------------------------------------------------------------------------------- provenance
-def _sha_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-_MODEL_FILES = ("*.safetensors", "config.json", "generation_config.json", "tokenizer*.json", "chat_template*",
-                "*.model", "vocab.json", "merges.txt", "model.json")
-
-
-def model_hash(model_dir: str | Path) -> dict[str, str]:
-    """``{"id", "sha256"}`` of a model folder: sha256 over ``name\\0sha256(file)\\n`` of its weights, config,
-    tokenizer and chat-template files (sorted by name). A folder with only ``model.json`` (a Hub reference) gives
-    ``id`` = the Hub id and the hash of that reference. Raises ``FileNotFoundError`` when nothing is there."""
-    d = Path(model_dir)
-    files = sorted({f for pat in _MODEL_FILES for f in d.glob(pat) if f.is_file()})
-    if not files:
-        raise FileNotFoundError(f"{d}: no model files (config.json / *.safetensors / model.json)")
-    h = hashlib.sha256()
-    for f in files:
-        h.update(f"{f.name}\0{_sha_file(f)}\n".encode())
-    mid = str(d)
-    if (d / "model.json").is_file() and not (d / "config.json").is_file():
-        mid = json.loads((d / "model.json").read_text(encoding="utf-8"))["name"]
-    return {"id": mid, "sha256": h.hexdigest()}
-
-
 def manifest_hashes(dataset: str, splits: Sequence[str] | None, manifests_dir: str | Path) -> dict[str, str]:
     """``{manifest file: sha256}`` of ``dataset``'s manifests (``splits`` filter) from ``<manifests_dir>/index.json``;
     empty when the index is absent."""
@@ -423,7 +395,7 @@ def run_eval(
     summary: dict[str, Any] = {"phases": {}, "not_run": not_run}
     for name, model_dir in phases:
         mh = model_hash(model_dir)
-        tag = f"{mh['id']}@{mh['sha256'][:16]}"
+        tag = tag_of(mh)
         gen = make_gen(model_dir)
         report: dict[str, Any] = {}
         pdir = Path(out_dir) / name

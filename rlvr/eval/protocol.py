@@ -1,7 +1,9 @@
 """The evaluation protocol: generate → extract code → judge → per-sample rows → metrics + QA logs.
 
 One row per (task, sample), keyed by a content hash of what determines the completion: the problem's content hash,
-the prompt, the model id, the sampling parameters and the sample index (EvalPlus-style). A re-run with the same
+the prompt, the model's identity, the sampling parameters and the sample index (EvalPlus-style). The model identity is
+``model_tag`` (callers pass :func:`rlvr.eval.provenance.model_tag`: folder path **and content sha256**, so new weights
+published at the same path never reuse old completions), else the generator's ``model_id``. A re-run with the same
 ``samples_path`` reuses the stored completions of every task whose ``n`` keys are all present and generates only the
 rest; code extraction and judging are always redone, so verdicts follow the current judge.
 
@@ -41,7 +43,8 @@ class _Judge(Protocol):
 
 
 def sample_key(problem: Problem, prompt: Prompt, model_id: str, sampling: SamplingParams, index: int) -> str:
-    """sha256 hex of (problem content hash, prompt, model id, sampling params, sample index)."""
+    """sha256 hex of (problem content hash, prompt, model identity, sampling params, sample index). ``model_id``
+    should carry the model's content hash (:func:`rlvr.eval.provenance.model_tag`) wherever a local folder exists."""
     blob = json.dumps(
         [problem.content_sha256(), prompt, model_id, sampling.model_dump(mode="json"), index],
         sort_keys=True, ensure_ascii=False,
@@ -86,6 +89,7 @@ def evaluate(
     qa_dir: str | Path | None = None,
     per_task_path: str | Path | None = None,
     judge_chunk: int = 256,
+    model_tag: str | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``generator`` on ``problems`` and return the metrics dict (:func:`rlvr.eval.metrics.compute_metrics`).
 
@@ -95,6 +99,8 @@ def evaluate(
         prompt_fn: problem → prompt (default :func:`rlvr.data.prompts.build_messages`, chat messages).
         out_dir: default home of ``samples.jsonl``, ``per_task.json`` and ``qa/<verdict>.jsonl``;
         samples_path / per_task_path / qa_dir override those three paths. judge_chunk: samples per ``judge_many`` call.
+        model_tag: the model identity in sample keys and rows (default ``generator.model_id``; pass
+        :func:`rlvr.eval.provenance.model_tag` of a local model folder so a changed model is regenerated).
     Writes (atomically) the sample rows, the per-task ``{task_id: {n, c, first, pass@k...}}`` arrays and the QA logs.
     Raises ``ValueError`` on duplicate problem ids, ``n < 1`` or a ``k`` outside ``[1, n]``.
     """
@@ -113,8 +119,8 @@ def evaluate(
     per_task_path = Path(per_task_path) if per_task_path else out_dir / "per_task.json"
 
     prompts = [prompt_fn(p) for p in problems]
-    keys = [[sample_key(p, pr, generator.model_id, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts,
-                                                                                                 strict=True)]
+    tag = model_tag or generator.model_id
+    keys = [[sample_key(p, pr, tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts, strict=True)]
     cached = _load_rows(samples_path)
     todo = [t for t, ks_ in enumerate(keys) if not all(k in cached for k in ks_)]
     completions: list[list[Completion] | None] = [None] * len(problems)
@@ -141,7 +147,7 @@ def evaluate(
                 old = cached[key]
                 text, n_tok, reason = old["completion"], old["n_tokens"], old["finish_reason"]
             rows.append({
-                "key": key, "task_id": p.id, "source": p.source, "sample_index": i, "model": generator.model_id,
+                "key": key, "task_id": p.id, "source": p.source, "sample_index": i, "model": tag,
                 "prompt": prompts[t], "completion": text, "finish_reason": reason, "n_tokens": n_tok,
                 "code": extract_code(text, p),
             })

@@ -178,3 +178,59 @@ def test_log_metrics_disabled_and_offline_default(monkeypatch, tmp_path):
     assert tracking.log_metrics({"a": {"pass@1": 0.5, "x": None}}, run_name="r") == str(tmp_path)
     assert __import__("os").environ["WANDB_MODE"] == "offline"
     assert calls["log"] == {"a/pass@1": 0.5} and calls["finish"] and calls["init"]["name"] == "r"
+
+
+def test_run_baseline_keys_rows_by_model_content_not_path(tmp_path, monkeypatch):
+    """Same model path: unchanged files → every completion reused; new weights at that path → all regenerated."""
+    import rlvr.eval.baseline as baseline
+
+    pdir = tmp_path / "problems"
+    pdir.mkdir()
+    (pdir / "cc.jsonl").write_text(P2.model_dump_json() + "\n")
+    model = tmp_path / "models" / "base"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"weights v1")
+    gens: list[FakeGenerator] = []
+
+    def fake_generator(cfg, dataset=None):
+        g = FakeGenerator(ANSWERS)
+        g.model_id = cfg.model  # what the hf generator records: the path
+        gens.append(g)
+        return g
+
+    monkeypatch.setattr(baseline, "make_baseline_generator", fake_generator)
+    cfg = BaselineParams.model_validate({"backend": "hf", "model": str(model), "datasets": [{"name": "cc"}]})
+    out = tmp_path / "out"
+    first = run_baseline(cfg, FakeJudge(), pdir, out)
+    assert gens[-1].calls == [[P2.id]] and first["cc"]["resumed_tasks"] == 0
+    tag1 = first["protocol"]["model_tag"]
+    assert tag1.startswith(f"{model}@") and len(tag1.split("@")[1]) == 16
+
+    again = run_baseline(cfg, FakeJudge(), pdir, out)
+    assert gens[-1].calls == [] and again["cc"]["resumed_tasks"] == 1  # unchanged model: reused
+    assert again["protocol"]["model_tag"] == tag1
+
+    (model / "model.safetensors").write_bytes(b"weights v2")  # re-published at the same path
+    changed = run_baseline(cfg, FakeJudge(), pdir, out)
+    assert gens[-1].calls == [[P2.id]] and changed["cc"]["resumed_tasks"] == 0  # regenerated
+    assert changed["protocol"]["model_tag"] != tag1
+    rows = [json.loads(x) for x in (out / "samples" / "cc.jsonl").read_text().splitlines()]
+    assert {r["model"] for r in rows} == {changed["protocol"]["model_tag"]}
+
+
+def test_samples_backend_tag_follows_file_content(tmp_path):
+    from rlvr.eval.baseline import baseline_model_tag
+
+    samples = tmp_path / "s.jsonl"
+    samples.write_text("{}\n")
+    cfg = BaselineParams.model_validate({"backend": "samples", "samples": {"x": str(samples)},
+                                         "datasets": [{"name": "x"}]})
+    gen = FakeGenerator(ANSWERS)
+    t1 = baseline_model_tag(cfg, gen, "x")
+    samples.write_text('{"task_id": "a"}\n')
+    t2 = baseline_model_tag(cfg, gen, "x")
+    assert t1.startswith("samples:s.jsonl@") and t1 != t2
+    hub = BaselineParams.model_validate({"backend": "hf", "model": "Qwen/Qwen2.5-Coder-7B-Instruct",
+                                         "datasets": [{"name": "x"}]})
+    assert baseline_model_tag(hub, gen) == "Qwen/Qwen2.5-Coder-7B-Instruct"  # no local folder: the Hub id
