@@ -12,9 +12,11 @@ What it does (all traffic to 127.0.0.1 only; bounded in count (``--n``) and time
    memory bombs, fork bombs and output floods (expected verdicts below). Latency = client-side wall seconds per
    submission, 503 + Retry-After waits included.
 4. Snapshots again (after the client has closed its connections), shuts the server down with SIGINT, and checks that
-   nothing survives: no descendant or sandbox-uid process of this run, the server's ``TMPDIR`` empty, the fd and
-   mount counts back to the warm baseline. cgroups: not applicable — the judge uses rlimits and namespaces
-   (bubblewrap), it creates no cgroups.
+   nothing survives: no descendant or sandbox-uid process of this run, not even as a zombie (the sandbox reaps what it
+   starts, see :mod:`rlvr.judge.sandbox`; this does not rely on the host's PID 1 reaping), the server's ``TMPDIR``
+   empty, the fd and mount counts back to the warm baseline, and no more zombie ``bwrap`` processes on the host than
+   before the load (sandboxes restarted in the middle of the run included). cgroups: not applicable — the judge uses
+   rlimits and namespaces (bubblewrap), it creates no cgroups.
 
 Run: ``.venv/bin/python bench/soak/bench_soak.py --n 10000`` → ``bench/soak/results.json`` (+ a Markdown table on
 stdout for ``bench/README.md``). The CPU is shared with whatever else runs on the machine: throughput is a lower bound.
@@ -86,6 +88,20 @@ def _zombie(pid: int) -> bool:
         return False
 
 
+def zombie_bwraps() -> list[int]:
+    """pids of every zombie ``bwrap`` process visible on the host (whoever its parent is)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                head, tail = Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)
+            except OSError:
+                continue
+            if head.endswith("(bwrap") and tail.split()[0] == "Z":
+                out.append(int(d))
+    return sorted(out)
+
+
 def processes() -> dict[int, tuple[int, int]]:
     """pid → (ppid, uid) of every visible process."""
     out = {}
@@ -120,6 +136,7 @@ def snapshot(pid: int, tmpdir: Path) -> dict[str, Any]:
         "descendant_pids": sorted(desc),
         "sandbox_uid_processes_host": sum(1 for _, uid in procs.values() if uid in SANDBOX_UIDS),
         "server_tmpdir_entries": sorted(os.listdir(tmpdir)),
+        "host_zombie_bwraps": zombie_bwraps(),
         "host_tmp_entries": sorted(os.listdir("/tmp")),
     }
 
@@ -273,6 +290,7 @@ def main(n: int, workers: int, oversub: float, max_queue: int | None, warmup: in
     seen = set(before["descendant_pids"]) | set(after["descendant_pids"]) | {proc.pid}
     survivors = sorted(p for p in seen if _stat(p) is not None and not _zombie(p))
     zombies = sorted(p for p in seen if _zombie(p))
+    zombie_bwraps_end = zombie_bwraps()
     host_tmp_new = sorted((set(os.listdir("/tmp")) - host_tmp_before) - {tmpdir.name, log.name})
     tmp_left = sorted(os.listdir(tmpdir))
     leaks = {
@@ -281,8 +299,7 @@ def main(n: int, workers: int, oversub: float, max_queue: int | None, warmup: in
         "descendants_before_after": [before["descendants"], after["descendants"]],
         "surviving_processes_after_shutdown": survivors,
         "zombies_after_shutdown": zombies,
-        "zombies_note": "exited processes reparented to the container's PID 1, which does not reap them "
-        "(they hold no CPU or memory)",
+        "host_zombie_bwraps_before_after_shutdown": [len(before["host_zombie_bwraps"]), len(zombie_bwraps_end)],
         "sandbox_uid_processes_host_before_after": [before["sandbox_uid_processes_host"],
                                                     after["sandbox_uid_processes_host"]],
         "server_tmpdir_entries_left": tmp_left,
@@ -292,7 +309,8 @@ def main(n: int, workers: int, oversub: float, max_queue: int | None, warmup: in
     }
     leaks["ok"] = (
         after["server_fds"] <= before["server_fds"] and after["server_mounts"] == before["server_mounts"]
-        and after["descendants"] <= before["descendants"] and not survivors and not tmp_left
+        and after["descendants"] <= before["descendants"] and not survivors and not zombies and not tmp_left
+        and len(zombie_bwraps_end) <= len(before["host_zombie_bwraps"])
     )
     os.rmdir(tmpdir)
     res = {

@@ -30,7 +30,9 @@ def _actor_class() -> Any:
 
         def __init__(self, workers: int | None) -> None:
             from rlvr.judge.core import Judge
+            from rlvr.judge.sandbox import enable_child_subreaper
 
+            enable_child_subreaper()  # the actor process only judges: reap orphaned sandbox processes here
             self.judge = Judge(workers=workers)
             self.judged = 0
 

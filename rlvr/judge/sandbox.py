@@ -9,6 +9,14 @@ Isolation (bubblewrap 0.8 flags; see ``bwrap --help``):
 * unprivileged: uid/gid 65534 inside; when the host process is root, bwrap itself runs as a dedicated unprivileged
   host uid per worker (``61000+``) so ``RLIMIT_NPROC`` (fork bombs) is enforced and counted per worker.
 * ``--die-with-parent`` + ``--new-session``: the sandbox dies with the judge; no terminal injection.
+* No zombies, whatever the host's PID 1 does: bwrap forks an inner bwrap that is PID 1 of the sandbox's pid namespace.
+  Every close or restart (hang detector, fork bomb, ``max_uses``, shutdown) SIGKILLs that inner init *first*, so the
+  kernel kills the whole namespace and the outer bwrap (our child) reaps it and exits; then the outer bwrap is killed
+  and waited for. When the inner bwrap exits by itself (harness exit or crash) or the outer one dies first (killed
+  from outside), the inner one is orphaned to the nearest child subreaper, else PID 1: :func:`enable_child_subreaper`
+  (called by ``rlvr sandbox serve`` and the Ray judge actors) makes the judge process that subreaper, and
+  :meth:`Sandbox.close` reaps the inner pid it recorded. An embedded judge in a process that is not a subreaper can
+  still leave such a zombie to a non-reaping PID 1 after a harness crash.
 * Per child (set by the harness): ``RLIMIT_AS`` (memory_limit_mb), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` (output cap),
   no core files; wall-clock deadline, after which the child and every other process of the sandbox are SIGKILLed.
 
@@ -18,6 +26,7 @@ interference between concurrent sandboxes, and reading files that are world-read
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import json
 import os
@@ -36,12 +45,13 @@ from typing import Any
 from rlvr.config import RuntimeSettings
 from rlvr.judge.languages import LANGUAGES
 
-__all__ = ["Sandbox", "SandboxError", "bwrap_path", "sandbox_python"]
+__all__ = ["Sandbox", "SandboxError", "bwrap_path", "enable_child_subreaper", "sandbox_python"]
 
 HARNESS = Path(__file__).with_name("harness.py")
 LITERAL = Path(__file__).with_name("literal.py")
 _UIDS = itertools.count()
 _UID_BASE = 61000
+_PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>; prctl(2), Linux >= 3.4
 
 
 class SandboxError(RuntimeError):
@@ -72,6 +82,43 @@ def sandbox_python() -> str:
     if os.geteuid() == 0 and os.path.exists("/usr/bin/python3"):
         return "/usr/bin/python3"
     return os.path.realpath(sys.executable)
+
+
+def enable_child_subreaper() -> bool:
+    """Make this process a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER, 1)``, see prctl(2)) so that sandbox
+    processes orphaned when their outer bwrap dies are reparented here, where :meth:`Sandbox.close` reaps them, instead
+    of to the host's PID 1 (which, in a container without an init such as tini, never reaps them: zombies).
+
+    Process-wide and inherited by nothing (fork clears it); other orphaned descendants of this process are also
+    reparented here, so call it only in a process that runs the judge (``rlvr sandbox serve`` does). Returns True when
+    set, False where unsupported (non-Linux, or ``prctl`` refused); never raises."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _proc_stat(pid: int) -> tuple[str, int, int] | None:
+    """(state, ppid, starttime in clock ticks) of ``pid`` from ``/proc/<pid>/stat`` (proc(5)); None when gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def _children(pid: int) -> list[int]:
+    """Direct children of ``pid`` (``/proc/<pid>/task/<pid>/children``, else a scan of ``/proc``)."""
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        pass
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit() and (st := _proc_stat(int(d))) is not None and st[1] == pid:
+            out.append(int(d))
+    return out
 
 
 def _bwrap_argv(req_fd: int, resp_fd: int, tmp_mb: int) -> list[str]:
@@ -123,6 +170,7 @@ class Sandbox:
         self.max_uses = max_uses
         self.tmp_mb = tmp_mb
         self._proc: subprocess.Popen[bytes] | None = None
+        self._inner: list[tuple[int, int]] = []  # (pid, starttime) of the outer bwrap's children (the inner init)
         self._uses = 0
         # distinct per process and worker, so RLIMIT_NPROC counts one sandbox's processes only
         self._uid = _UID_BASE + (os.getpid() % 500) * 16 + next(_UIDS) % 16
@@ -157,16 +205,48 @@ class Sandbox:
         pong = self._roundtrip({"op": "ping"}, timeout_s=30.0)
         if not pong.get("ok"):
             raise SandboxError(f"sandbox did not answer ping: {pong}")
+        # the harness answered, so the inner bwrap (PID 1 of the sandbox's pid namespace) exists now
+        self._inner = [(pid, st[2]) for pid in _children(self._proc.pid) if (st := _proc_stat(pid)) is not None]
+
+    def _inner_alive(self) -> list[int]:
+        """Recorded inner pids that are still the same process (pid and start time match) and not yet reaped."""
+        return [pid for pid, start in self._inner if (st := _proc_stat(pid)) is not None and st[2] == start]
+
+    def _reap_inner(self, timeout_s: float = 5.0) -> None:
+        """Reap recorded inner pids that were reparented to this process (when it is a child subreaper); pids whose
+        parent is another process are that parent's business. Polls until none is left as our child, ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ours = [pid for pid in self._inner_alive() if (st := _proc_stat(pid)) is not None and st[1] == os.getpid()]
+            for pid in ours:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            if not ours or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        self._inner = []
 
     def close(self) -> None:
         """Kill the sandbox (idempotent)."""
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        for fd in (self._w, self._r):  # EOF on its request pipe makes the harness exit by itself
+        for fd in (self._w, self._r):
             try:
                 os.close(fd)
             except OSError:
+                pass
+        # Kill the namespace's init (the inner bwrap) first, even on a normal close: the kernel then kills every
+        # process of the sandbox and the outer bwrap, our child, reaps the inner one and exits. Letting the harness
+        # exit by itself instead (observed with bubblewrap 0.8: the outer bwrap exits before the inner one is
+        # reaped), or killing the outer bwrap first, orphans the inner one to PID 1: a zombie where PID 1 does not
+        # reap (tests/judge/test_judge_zombies.py). The sandbox keeps nothing (its /tmp is a tmpfs): SIGKILL is safe.
+        for pid in self._inner_alive():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
         try:
             proc.wait(timeout=2.0)
@@ -181,6 +261,7 @@ class Sandbox:
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait()
+        self._reap_inner()
         self._errlog.close()
 
     def __enter__(self) -> Sandbox:

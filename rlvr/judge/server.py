@@ -696,7 +696,9 @@ def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int 
         owned = None
         if app.state.judge is None:
             from rlvr.judge import Judge
+            from rlvr.judge.sandbox import enable_child_subreaper
 
+            enable_child_subreaper()  # orphaned sandbox processes come back here to be reaped, not to PID 1
             owned = app.state.judge = await run_in_threadpool(Judge)
         try:
             yield
