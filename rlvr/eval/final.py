@@ -58,6 +58,7 @@ __all__ = [
     "dataset_roles",
     "discover_phases",
     "evaluate_resumable",
+    "headline_block",
     "library_versions",
     "manifest_hashes",
     "model_hash",
@@ -100,7 +101,11 @@ class EvalParams(Section):
     EVAL@1 sampling (temperature must be 0); ``sampling`` + ``n`` + ``ks``: EVAL@k; ``budget_tokens``: EVAL@budget
     cap (tokens); ``tuning_stages``: params sections that must never reference a test-role dataset.
     ``chunk_tasks``: tasks per generate→judge→journal step (resume granularity). hf: ``batch_size``, ``device``,
-    ``cpu_threads``; ``bootstrap``/``alpha``/``seed``: CI settings."""
+    ``cpu_threads``; ``bootstrap``/``alpha``/``seed``: CI settings. ``headline``: the phase the summary's
+    ``headline`` block reports (:func:`headline_block`; a phase name such as ``sft`` or ``grpo_seed1``, or a seeded
+    base such as ``grpo`` = mean over its seeds; ``null`` = no block), so ``dvc exp run -S eval.headline=dpo`` then
+    ``dvc exp diff`` shows what one phase changed. Changing it re-runs the stage, which resumes every row from the
+    journals (no generation, no judging, no model loaded)."""
 
     phases: list[PhaseSpec] = Field(default_factory=_default_phases)
     datasets: list[EvalDataset]
@@ -118,6 +123,7 @@ class EvalParams(Section):
     bootstrap: int = Field(default=1000, ge=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
     seed: int = 0
+    headline: str | None = "grpo"
 
     @model_validator(mode="after")
     def _check(self) -> EvalParams:
@@ -125,6 +131,13 @@ class EvalParams(Section):
             raise ValueError("eval.greedy: EVAL@1 is greedy, temperature must be 0")
         if any(k < 1 or k > self.n for k in self.ks):
             raise ValueError(f"eval.ks={self.ks}: every k must be in [1, n={self.n}]")
+        if self.headline is not None:
+            base, sep, seed = self.headline.rpartition("_seed")
+            names = {p.name for p in self.phases}
+            seeded = {p.name for p in self.phases if p.seeded}
+            if self.headline not in names and not (sep and seed.isdigit() and base in seeded):
+                raise ValueError(f"eval.headline={self.headline!r}: not a phase of eval.phases ({sorted(names)}, "
+                                 "or <seeded phase>_seed<n>)")
         return self
 
 
@@ -396,7 +409,7 @@ def run_eval(
     for name, model_dir in phases:
         mh = model_hash(model_dir)
         tag = tag_of(mh)
-        gen = make_gen(model_dir)
+        gen = _LazyGenerator(make_gen, model_dir)
         report: dict[str, Any] = {}
         pdir = Path(out_dir) / name
         for ds, (sel, ps) in datasets.items():
@@ -418,7 +431,7 @@ def run_eval(
                 per_task = _per_task(g_rows, [1])
             m["eval@budget"] = budget_metrics(g_rows, k_rows, cfg.budget_tokens, cfg.ks)
             m["ci"] = per_task_metric_cis(per_task, n_boot=cfg.bootstrap, seed=cfg.seed, alpha=cfg.alpha)
-            r = sorted(roles(ds, sel.splits)) or sorted({str(p.meta.get("role", "unknown")) for p in ps})
+            r = sorted(roles(ds, sel.splits)) or sorted({_problem_role(p) for p in ps})
             m["role"] = "test" if "test" in r else (r[0] if len(r) == 1 else ",".join(r))
             m["dataset"] = {"splits": sel.splits, "limit": sel.limit, "n_problems": len(ps),
                             "problems_sha256": _json_sha([p.content_sha256() for p in ps]),
@@ -439,8 +452,53 @@ def run_eval(
         summary["phases"][name] = {ds: {k: m.get(k) for k in ("role", "accepted@1", *[f"pass@{k}" for k in cfg.ks])
                                         if k in m} | {"ci": m["ci"]} for ds, m in report.items() if ds != "protocol"}
     summary["seeds"] = summarise_phases(summary["phases"], cfg.ks)
+    if cfg.headline is not None:
+        summary["headline"] = headline_block(summary, cfg.headline, cfg.ks)
     atomic_write_json(Path(metrics_dir) / "eval.json", summary)
     return summary
+
+
+def headline_block(summary: Mapping[str, Any], phase: str, ks: Sequence[int]) -> dict[str, Any]:
+    """The ``headline`` block of ``metrics/final/eval.json``: ``{"phase", "seeds", <dataset>: {"role",
+    "accepted@1", "pass@k"...}}`` of one phase of ``summary["phases"]``; for a seeded base (``grpo``) the mean over
+    its seeds (:func:`summarise_phases`, ``seeds`` = how many). Same keys whatever the phase, so two runs with
+    different ``eval.headline`` values line up in ``dvc exp diff`` / ``dvc metrics diff``. A phase that did not run
+    gives ``{"phase", "not_run": true}``."""
+    phases = summary.get("phases") or {}
+    metrics = ("accepted@1", *[f"pass@{k}" for k in ks])
+    if phase in phases:
+        return {"phase": phase, "seeds": 1,
+                **{ds: {k: v for k, v in m.items() if k == "role" or k in metrics} for ds, m in phases[phase].items()}}
+    runs = {n: d for n, d in phases.items() if n.rpartition("_seed")[0] == phase and n.rpartition("_seed")[2].isdigit()}
+    if not runs:
+        return {"phase": phase, "not_run": True}
+    seeds = summarise_phases(runs, ks).get(phase, {})
+    out: dict[str, Any] = {"phase": phase, "seeds": len(runs)}
+    for ds, by_metric in seeds.items():
+        role = next((d[ds]["role"] for d in runs.values() if ds in d and "role" in d[ds]), None)
+        out[ds] = {"role": role, **{k: v["mean"] for k, v in by_metric.items() if v["mean"] is not None}}
+    return out
+
+
+class _LazyGenerator:
+    """A :class:`rlvr.generate.Generator` built by ``factory(model_dir)`` on the first ``generate`` call only, so a
+    re-run whose rows are all journaled loads no model."""
+
+    def __init__(self, factory: Callable[[Path], Generator], model_dir: Path) -> None:
+        self._factory, self._model_dir, self._gen = factory, model_dir, None
+        self.model_id = str(model_dir)
+
+    @property
+    def stats(self) -> Any:
+        from rlvr.generate.base import GenerationStats
+
+        return self._gen.stats if self._gen is not None else GenerationStats()
+
+    def generate(self, prompts: Sequence[Prompt], n: int, sampling: SamplingParams,
+                 ids: Sequence[str] | None = None) -> list[Any]:
+        if self._gen is None:
+            self._gen = self._factory(self._model_dir)
+        return self._gen.generate(prompts, n, sampling, ids=ids)
 
 
 def summarise_phases(phases: Mapping[str, Mapping[str, Mapping[str, Any]]], ks: Sequence[int]) -> dict[str, Any]:
@@ -457,6 +515,15 @@ def summarise_phases(phases: Mapping[str, Mapping[str, Mapping[str, Any]]], ks: 
         out[base] = {d: {m: seed_summary([r.get(d, {}).get(m) for r in runs])
                          for m in ("accepted@1", *[f"pass@{k}" for k in ks])} for d in names}
     return out
+
+
+def _problem_role(p: Problem) -> str:
+    """Role of a problem of a dataset governance does not list (the synthetic family): ``meta["role"]``, else its split
+    when that is ``train``/``dev``/``test``, else ``"unknown"``."""
+    role = p.meta.get("role")
+    if role:
+        return str(role)
+    return p.split if p.split in ("train", "dev", "test") else "unknown"
 
 
 def inspect_source(fn: Callable[..., Any]) -> str:

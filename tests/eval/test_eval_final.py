@@ -199,3 +199,57 @@ def test_run_eval_refuses_test_set_in_tuning_stage(tmp_path):
 def test_greedy_must_be_greedy():
     with pytest.raises(ValueError, match="temperature must be 0"):
         EvalParams(datasets=[], greedy={"temperature": 0.5})
+
+
+def test_headline_block_same_keys_for_every_phase():
+    from rlvr.eval.final import headline_block
+
+    phases = {"dpo": {"syn": {"role": "dev", "accepted@1": 0.25, "pass@1": 0.3, "ci": {}}},
+              "grpo_seed1": {"syn": {"role": "dev", "accepted@1": 0.5, "pass@1": 0.5, "ci": {}}},
+              "grpo_seed2": {"syn": {"role": "dev", "accepted@1": 0.75, "pass@1": 0.6, "ci": {}}}}
+    summary = {"phases": phases}
+    dpo = headline_block(summary, "dpo", [1])
+    grpo = headline_block(summary, "grpo", [1])
+    assert dpo == {"phase": "dpo", "seeds": 1, "syn": {"role": "dev", "accepted@1": 0.25, "pass@1": 0.3}}
+    assert grpo == {"phase": "grpo", "seeds": 2, "syn": {"role": "dev", "accepted@1": 0.625, "pass@1": 0.55}}
+    assert headline_block(summary, "grpo_seed2", [1])["syn"]["accepted@1"] == 0.75
+    assert headline_block(summary, "repair", [1]) == {"phase": "repair", "not_run": True}
+
+
+def test_headline_must_name_a_configured_phase():
+    EvalParams(datasets=[], headline="grpo_seed3")  # a seed of a seeded phase: fine (may not have run)
+    EvalParams(datasets=[], headline=None)
+    with pytest.raises(ValueError, match=r"eval\.headline='gpro'"):
+        EvalParams(datasets=[], headline="gpro")
+    with pytest.raises(ValueError, match=r"eval\.headline"):
+        EvalParams(datasets=[], headline="sft_seed1")  # sft is not seeded
+
+
+def test_rerun_with_everything_journaled_loads_no_model_and_writes_headline(tmp_path):
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    for d in ("base", "dpo", "grpo/seed-1"):
+        _model(tmp_path / "models" / d, d.encode())
+    params = {"governance": {"datasets": [{"name": "syn", "role": "dev"}]}}
+    loaded: list[Path] = []
+
+    def make_gen(d):
+        loaded.append(d)
+        return Gen()
+
+    def run(headline):
+        cfg = EvalParams(datasets=[{"name": "syn", "k": True}], n=2, ks=[1, 2], bootstrap=20,
+                         tuning_stages=["baseline"], headline=headline)
+        return run_eval(cfg, Judge(), make_gen, tmp_path / "problems", tmp_path / "data", tmp_path / "metrics",
+                        params=params, root=tmp_path)
+
+    first = run("grpo")
+    assert len(loaded) == 3 and first["headline"]["phase"] == "grpo" and first["headline"]["seeds"] == 1
+    phase_files = {p.name: p.read_text() for p in (tmp_path / "metrics").glob("eval_*.json")}
+    again = run("dpo")
+    assert len(loaded) == 3  # every row resumed from the journals: no model was built
+    assert again["headline"] == {"phase": "dpo", "seeds": 1, "syn": {k: first["phases"]["dpo"]["syn"][k]
+                                                                      for k in ("role", "accepted@1", "pass@1",
+                                                                                "pass@2")}}
+    # only the headline differs, so `dvc exp diff` between the two runs lists just the headline keys
+    assert {p.name: p.read_text() for p in (tmp_path / "metrics").glob("eval_*.json")} == phase_files
+    assert {k: v for k, v in again.items() if k != "headline"} == {k: v for k, v in first.items() if k != "headline"}
