@@ -34,11 +34,14 @@ own split. Per-dataset decisions (each mirrors how the benchmark's own harness j
   header, ``my_solution = Solution()`` and helper lambdas, is repeated in each); ``solution_prefix`` = DeepSeek's
   import helper (without numpy) plus LeetCode's ``ListNode``/``TreeNode`` classes.
 * ``codecontests`` – 300 train problems: stdio tests, a missing trailing newline of ``input`` is added (as the
-  reference check did), ``float_tolerance=None`` (the problems declare none; the reference check's 1e-6 is kept in
-  ``meta['reference_float_tolerance']``), per-test reference results in ``meta['reference_check']``.
+  reference check did), ``float_tolerance`` as the statement declares it (:mod:`rlvr.data.tolerance`: "absolute or
+  relative error … 10^{-6}" → 1e-6; else ``None``, exact tokens; the ``float_tolerance`` option overrides; the
+  reference check's 1e-6 is kept in ``meta['reference_float_tolerance']``), per-test reference results in
+  ``meta['reference_check']``.
 * ``apps`` – MapCoder's APPS-150 selection (taken from APPS *train*, see its convert script): judged as MapCoder
   does, every problem as stdin/stdout: call-based problems get their arguments one per line on stdin and must print
-  the return value (``str`` of ``output[0]``); the instruction is appended to the statement, ``starter_code`` kept.
+  the return value (``str`` of ``output[0]``); the instruction is appended to the statement, ``starter_code`` kept;
+  ``float_tolerance`` as the statement declares it (as for ``codecontests``).
 
 Time limits (``time_limit_s``, per test) default per dataset in :data:`DEFAULT_TIME_LIMITS`; callers may override.
 """
@@ -58,6 +61,7 @@ from pydantic import ValidationError
 from rlvr.data.bundled import BundledDataset, default_raw_dir, iter_records, resolve, verify_sha256
 from rlvr.data.errors import DataError
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
+from rlvr.data.tolerance import statement_float_tolerance
 
 __all__ = [
     "DEFAULT_TIME_LIMITS",
@@ -504,7 +508,8 @@ def norm_codecontests(rec: dict[str, Any], where: str, split: str | None, opts: 
         where,
         id=f"codecontests/{pid}", source="codecontests", split=split or "train", statement=desc, tests=tests,
         time_limit_s=_time_limit("codecontests", opts.get("time_limit_s")),
-        float_tolerance=opts.get("float_tolerance"), solutions=[sol] if sol else [], meta=meta,
+        float_tolerance=opts.get("float_tolerance", statement_float_tolerance(desc)), solutions=[sol] if sol else [],
+        meta=meta,
     )
 
 
@@ -542,6 +547,7 @@ def norm_apps(rec: dict[str, Any], where: str, split: str | None, opts: dict[str
         id=f"apps/{pid}", source="apps", split=split or "train",
         statement=desc.strip() + (APPS_CALL_NOTE if call_based else ""), starter_code=starter.lstrip("\n"),
         tests=tests, time_limit_s=_time_limit("apps", opts.get("time_limit_s")),
+        float_tolerance=opts.get("float_tolerance", statement_float_tolerance(desc)),
         meta={"apps_id": pid, "difficulty": rec.get("difficulty"), "call_based": call_based,
               "fn_name": fn.group(1) if fn else None},
     )

@@ -31,6 +31,24 @@ def test_float_tokens_exact_by_default_and_tolerant_when_declared():
     assert not compare_stdout("abc\n", "abd\n", float_tolerance=1e-6)
 
 
+def test_float_tolerance_follows_testlib_double_compare():
+    # absolute bound when |expected| <= 1, relative above (|a-b| <= tol * max(1, |b|))
+    assert compare_stdout("0.5\n", "0.5000009\n", float_tolerance=1e-6)
+    assert not compare_stdout("0.5\n", "0.5000011\n", float_tolerance=1e-6)
+    assert compare_stdout("1000000\n", "1000000.9\n", float_tolerance=1e-6)
+    assert not compare_stdout("1000000\n", "1000001.1\n", float_tolerance=1e-6)
+    assert compare_stdout("-2000\n", "-2000.0019\n", float_tolerance=1e-6)
+    # testlib's 1e-15 slack: a difference that is 1e-6 up to binary rounding is accepted
+    assert compare_stdout("0.5\n", "0.500001\n", float_tolerance=1e-6)
+    # NaN only matches NaN; infinite expectations only a same-signed infinity
+    assert compare_stdout("nan\n", "NaN\n", float_tolerance=1e-6)
+    assert not compare_stdout("1\n", "nan\n", float_tolerance=1e-6)
+    assert compare_stdout("inf\n", "Infinity\n", float_tolerance=1e-6)
+    assert not compare_stdout("inf\n", "-inf\n", float_tolerance=1e-6)
+    assert not compare_stdout("1e308\n", "5\n", float_tolerance=1e-6)
+    assert not compare_stdout("5\n", "inf\n", float_tolerance=1e-6)
+
+
 def test_first_difference_never_shows_expected_tokens():
     msg = first_difference("secret_answer 42\n", "wrong 1\n")
     assert "secret_answer" not in msg and "42" not in msg and "wrong" in msg
