@@ -1,10 +1,23 @@
-"""Stage ``repair``: Phase 4, multi-turn repair with judge feedback (or the Python-interpreter variant).
+"""Stage ``repair``: Phase 4, multi-turn repair with judge feedback: train the loop, evaluate it before and after.
 
-Reads ``params.yaml`` section ``repair`` (:class:`rlvr.repair.eval.RepairParams`; ``synthetic`` too when a dataset
-is ``synthetic``) and ``data/governance/problems/<dataset>.jsonl``; the model ``repair.model``, by default the last
-trained one (``models/grpo/seed-1``, else ``models/dpo``, ``models/sft``, ``models/base``). Writes
-``metrics/repair.json`` ({dataset: {recovery_rate, accepted_at_turn, mean_turns, ...}, "protocol": {...}}) and
-``data/repair/traces/<dataset>.jsonl`` (full conversations, per-turn visible/hidden verdicts) and
+Reads ``params.yaml``: section ``repair`` (:class:`rlvr.repair.eval.RepairParams`: environment, evaluation protocol
+and ``repair.train``), ``train`` (train/eval sets, token caps, logging), the top-level ``engine`` (and ``verl``
+under the verl engine), ``synthetic`` when a dataset is ``synthetic``; the governed problems; the input model
+``--model`` (default ``repair.model``, else the last trained one, :func:`rlvr.repair.eval.default_model`).
+
+1. **Train** (engine ``local``): unrolled multi-turn GRPO on the input policy's own repair episodes on the TRAIN
+   problems (:mod:`rlvr.train.local.repair`, which says why not TRL's tool-call ``environment_factory``); reward =
+   hidden-test verdict of the next attempt minus ``turn_penalty`` per feedback turn. Checkpoints under
+   ``$RLVR_CACHE_DIR/train/repair/<key>`` (resumed). Publishes ``models/repair/``; curves
+   ``metrics/repair/curves.tsv``. Engine ``verl``: writes the ``tool_agent`` agent-loop tool config, repair parquet,
+   overrides and command and launches ``verl.trainer.main_ppo`` (:func:`rlvr.repair.verl_tool.run_repair_verl`).
+   The ``samples`` backend (a scripted policy) has nothing to train: evaluation only, no ``before``.
+2. **Evaluate** the repair protocol (:func:`rlvr.repair.eval.run_repair_stage`) on the input model (*before*) and
+   on ``models/repair`` (*after*).
+
+Writes ``metrics/repair.json``: ``{dataset: after-training metrics (recovery_rate, accepted_at_turn, mean_turns,
+...), "before": {dataset: input-model metrics}, "training": {...}, "protocol": {..., "input_model"}}``; traces
+``data/repair/traces/<dataset>.jsonl`` (after) and ``data/repair/before/traces/<dataset>.jsonl``;
 ``data/repair/params.resolved.json``.
 
     python stages/repair.py [--params params.yaml]
@@ -14,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from pathlib import Path
 
 import click
@@ -23,33 +37,69 @@ from rlvr.data.synthetic import SyntheticParams
 from rlvr.eval.tracking import log_metrics
 from rlvr.io import atomic_write_json
 from rlvr.judge.client import get_judge
-from rlvr.repair.eval import RepairParams, run_repair_stage
+from rlvr.repair.eval import RepairParams, default_model, run_repair_stage
+from rlvr.train.engine import load_engine
+from rlvr.train.local.common import TrainCommon, load_problem_sets
 
 
 @click.command()
 @click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
 @click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
+@click.option("--model", "model_dir", default=None, help="input model (default: repair.model, else the last trained)")
+@click.option("--out-model", default="models/repair", show_default=True, type=click.Path(path_type=Path))
 @click.option("--out-dir", default="data/repair", show_default=True, type=click.Path(path_type=Path))
 @click.option("--metrics", "metrics_path", default="metrics/repair.json", show_default=True,
               type=click.Path(path_type=Path))
-def main(params_path: str, problems_dir: Path, out_dir: Path, metrics_path: Path) -> None:
-    """Run the repair episodes on the configured datasets; write metrics and traces."""
+@click.option("--curves", default="metrics/repair/curves.tsv", show_default=True, type=click.Path(path_type=Path))
+def main(params_path: str, problems_dir: Path, model_dir: str | None, out_model: Path, out_dir: Path,
+         metrics_path: Path, curves: Path) -> None:
+    """Train the repair loop from the input model, then evaluate recovery before and after; write metrics."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    t0 = time.perf_counter()
     cfg = load_section("repair", RepairParams, params_path)
     synthetic = (load_section("synthetic", SyntheticParams, params_path)
                  if "synthetic" in load_params(params_path) else None)
+    model_in = model_dir or cfg.model or default_model()
     judge = get_judge()
     try:
-        report = run_repair_stage(cfg, judge, problems_dir, out_dir, synthetic)
+        if cfg.backend == "samples":  # a scripted policy has no weights to train: evaluate only
+            report = run_repair_stage(cfg, judge, problems_dir, out_dir, synthetic)
+            before, training = None, {"skipped": True, "reason": "samples backend: no model to train"}
+        else:
+            common = load_section("train", TrainCommon, params_path)
+            engine = load_engine(params_path)
+            train = load_problem_sets(problems_dir, common.train_sets)
+            if engine == "verl":
+                from rlvr.repair.verl_tool import run_repair_verl
+
+                training = run_repair_verl(cfg, params_path, model_in, train,
+                                           load_problem_sets(problems_dir, common.eval_sets), out_model, curves)
+            else:
+                from rlvr.train.local.repair import run_repair_training
+
+                training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model,
+                                               curves)
+            training = {"engine": engine, **training}
+            before = run_repair_stage(cfg.model_copy(update={"model": model_in}), judge, problems_dir,
+                                      out_dir / "before", synthetic)
+            report = run_repair_stage(cfg.model_copy(update={"model": str(out_model)}), judge, problems_dir,
+                                      out_dir, synthetic)
+            report["protocol"]["input_model"] = model_in
     finally:
         with contextlib.suppress(Exception):
             judge.close()
+    if before is not None:
+        report["before"] = {k: v for k, v in before.items() if k != "protocol"}
+    report["training"] = {**training, "stage_wall_s": round(time.perf_counter() - t0, 1)}
     dump_resolved(cfg, out_dir)
     atomic_write_json(metrics_path, report)
     for name, m in report.items():
-        if name != "protocol":
-            click.echo(f"{name}: recovery_rate={m['recovery_rate']} accepted_at_turn={m['accepted_at_turn']} "
-                       f"mean_turns={m['mean_turns']}")
+        if name not in ("protocol", "before", "training"):
+            b = report.get("before", {}).get(name, m)
+            click.echo(f"{name}: recovery_rate {b['recovery_rate']} -> {m['recovery_rate']} "
+                       f"(recovered {b['recovered']}/{b['first_turn_failures']} -> "
+                       f"{m['recovered']}/{m['first_turn_failures']}), accepted_at_turn {b['accepted_at_turn']} -> "
+                       f"{m['accepted_at_turn']}")
     log_metrics(report, project=cfg.wandb_project, run_name="repair", job_type="repair",
                 config=cfg.model_dump(mode="json"))
 

@@ -33,6 +33,7 @@ from rlvr.eval.baseline import DatasetSelection
 from rlvr.generate import Generator, SamplingParams
 from rlvr.io import atomic_write_jsonl
 from rlvr.repair.env import EnvConfig, RepairEnv
+from rlvr.train.local.repair import RepairTrainParams
 
 __all__ = ["MODEL_CANDIDATES", "RepairParams", "default_model", "repair_metrics", "run_episodes", "run_repair",
            "run_repair_stage", "select_repair_problems"]
@@ -48,7 +49,8 @@ class RepairParams(EnvConfig):
     (:func:`default_model`). ``sampling``: explicit, greedy by default. hf: ``batch_size``, ``device``,
     ``cpu_threads``; openai: ``base_url``, ``served_model_name``, ``concurrency``; vllm: ``tensor_parallel_size``,
     ``gpu_memory_utilization``, ``max_model_len``; samples: ``samples`` maps dataset → samples JSONL.
-    ``wandb_project``: offline wandb project."""
+    ``wandb_project``: offline wandb project. ``train``: the repair training (:class:`rlvr.train.local.repair.
+    RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training)."""
 
     datasets: list[DatasetSelection]
     backend: Literal["hf", "openai", "vllm", "samples"] = "hf"
@@ -65,6 +67,7 @@ class RepairParams(EnvConfig):
     max_model_len: int | None = None
     samples: dict[str, str] = Field(default_factory=dict)
     wandb_project: str = "rlvr"
+    train: RepairTrainParams = Field(default_factory=RepairTrainParams)
 
     def env(self) -> EnvConfig:
         """The :class:`EnvConfig` part of this section."""

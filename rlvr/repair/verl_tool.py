@@ -23,6 +23,9 @@ created lazily in each rollout worker; its synchronous calls run in a thread (``
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -36,7 +39,7 @@ from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
 
 __all__ = ["PythonTool", "RunTestsTool", "repair_overrides", "repair_row_fields", "repair_tool_config",
-           "write_tool_config"]
+           "repair_verl_rows", "run_repair_verl", "write_repair_parquet", "write_tool_config"]
 
 _JUDGE: Any = None
 
@@ -177,3 +180,78 @@ def repair_row_fields(problem: Problem, cfg: EnvConfig) -> dict[str, Any]:
         "extra_info": {"tools_kwargs": {"run_tests": {"create_kwargs": {"ground_truth": ground_truth(visible)}}},
                        "need_tools_kwargs": True},
     }
+
+
+def repair_verl_rows(problems: Sequence[Problem], cfg: EnvConfig) -> list[dict[str, Any]]:
+    """verl RL rows for repair training: :func:`rlvr.data.export.verl_rows` (prompt, data_source, ability) with
+    :func:`repair_row_fields` merged in (hidden ground truth for the reward, visible one for ``run_tests``)."""
+    from rlvr.data.export import verl_rows
+
+    rows = verl_rows(problems)
+    for row, p in zip(rows, problems, strict=True):
+        f = repair_row_fields(p, cfg)
+        row["agent_name"] = f["agent_name"]
+        row["reward_model"] = f["reward_model"]
+        row["extra_info"] = {**row["extra_info"], **f["extra_info"]}
+    return rows
+
+
+def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str | Path) -> int:
+    """Write :func:`repair_verl_rows` as a parquet file at ``path`` atomically; returns the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rlvr.io import atomic_open
+
+    table = pa.Table.from_pylist(repair_verl_rows(problems, cfg))
+    with atomic_open(path, "wb") as fh:
+        pq.write_table(table, fh)
+    return table.num_rows
+
+
+def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
+                    val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
+                    runner: Any = subprocess.run, python: str = sys.executable) -> dict[str, Any]:
+    """Repair training on verl (engine ``verl``): GRPO through the ``tool_agent`` agent loop with our tools.
+
+    ``cfg``: the ``repair`` section (:class:`rlvr.repair.eval.RepairParams`; ``cfg.train`` supplies the GRPO fields,
+    ``cfg.env()`` the environment); the ``verl`` section is read from ``params_path``. In the run folder
+    ``$RLVR_CACHE_DIR/train/repair/<key>``: ``data/{train,val}.parquet`` (:func:`write_repair_parquet`),
+    ``tool_config.yaml`` (:func:`write_tool_config`), ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO overrides
+    of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden verdict, plus
+    :func:`repair_overrides`). Then launches ``python -m verl.trainer.main_ppo`` through ``runner``
+    (:func:`rlvr.train.verl.launch.launch`; tests pass a fake), writes the curves TSV and merges the last actor
+    checkpoint into ``out_model_dir``. Returns ``{engine, method, steps, checkpoint, reward_first, reward_last}``.
+    Raises ``subprocess.CalledProcessError`` when verl fails, ``FileNotFoundError`` when no checkpoint appears."""
+    from rlvr.config import load_section
+    from rlvr.model import resolve_model_ref
+    from rlvr.train.local.common import run_dir
+    from rlvr.train.verl import launch as vlaunch
+    from rlvr.train.verl import logs as vlogs
+    from rlvr.train.verl.overrides import VerlParams, grpo_command, grpo_overrides, load_profile, write_overrides
+
+    vcfg = load_section("verl", VerlParams, params_path)
+    env = cfg.env()
+    run = run_dir("repair", {"engine": "verl", "train": cfg.train.model_dump(), "env": env.model_dump(mode="json"),
+                             "verl": vcfg.model_dump()}, model_path)
+    train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
+    write_repair_parquet(train, env, train_f)
+    write_repair_parquet(val or train, env, val_f)
+    tools = write_tool_config(run / "tool_config.yaml", env)
+    log_path, old_logs = vlaunch.next_attempt_log(run)
+    ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
+    overrides = grpo_overrides(
+        cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
+        model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
+        experiment_name="repair", rollout_data_dir=rollouts.resolve(),
+    ) + repair_overrides(tools.resolve(), env)
+    cmd = grpo_command(python)
+    write_overrides(run, cmd, overrides)
+    vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())},
+                   runner=runner)
+    rows = vlogs.grpo_rows(vlogs.read_file_logs([*old_logs, log_path]), vlogs.read_rollout_dumps(rollouts), "sparse")
+    vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
+    ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
+    return {"engine": "verl", "method": "verl tool_agent agent loop (run_tests tool)", "run_dir": str(run),
+            "steps": rows[-1]["step"] if rows else 0, "checkpoint": ckpt,
+            **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

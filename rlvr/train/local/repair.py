@@ -1,0 +1,240 @@
+"""Multi-turn repair training on the local engine: *unrolled* multi-turn GRPO (TRL ``GRPOTrainer``).
+
+Why unrolled and not TRL's ``environment_factory``: TRL 1.16 runs environments through the policy's *tool calls*
+(the chat template's tool-call format, parsed by TRL). The smoke profile's policy is a 2-layer random-init Qwen2 with
+its own ChatML template and a tokenizer trained on problem texts: it has never seen a tool call, emits none, so
+every rollout would end after turn 1 and the repair turns would get no learning signal (the wiring itself is proved
+by ``tests/repair/test_repair_trl_train.py`` with :mod:`rlvr.repair.trl_env`, which stays the choice for a
+tool-capable instruct model). The standard fallback (RLEF, Gehring et al. 2024, arXiv:2410.02089, trains on turn
+prefixes of the policy's own episodes) is used instead:
+
+1. **Rollouts** (:func:`collect_repair_contexts`): the input policy plays ``rollout_samples`` repair episodes per
+   TRAIN problem with :class:`rlvr.repair.env.RepairEnv` (the evaluation environment itself, same feedback, same
+   visible/hidden split), sampling at ``rollout_temperature`` so that it makes mistakes to learn from. Every point
+   where an episode continues (an answer failed the *visible* tests, the judge answered with feedback) gives a
+   *repair context*: the conversation so far (problem, the policy's own failed attempt(s), judge feedback), at
+   turn ``t`` ≥ 2. Identical contexts are kept once; at most ``max_contexts_per_problem`` per problem (first ones).
+2. **GRPO** (:func:`run_repair_training`): prompt = a repair context, completion = the next attempt, reward =
+   1[the attempt passes the *hidden* tests] (the ``sparse`` judge reward of :mod:`rlvr.reward.trl` on a problem
+   holding the hidden tests only) minus ``turn_penalty`` × (t − 1) feedback turns used (:func:`turn_penalty_reward`;
+   the same per-turn penalty as :func:`rlvr.repair.trl_env.make_repair_reward`). Hidden tests are only in the
+   reward column ``ground_truth``, never in a prompt (``tests/repair`` checks the rows).
+
+Optimiser, group size and clipping come from :class:`RepairTrainParams` (``params.yaml`` ``repair.train``, the
+``grpo`` section's fields plus the rollout knobs); checkpoints, resume, curves and publishing are the shared
+machinery of :mod:`rlvr.train.local.common` (run folder ``$RLVR_CACHE_DIR/train/repair/<key>``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from rlvr.data.schema import Problem, ground_truth
+from rlvr.io import atomic_dir
+from rlvr.train.local.common import (
+    TrainCommon,
+    TsvCurves,
+    lora_config,
+    run_dir,
+    set_seed,
+    setup_tracking,
+    train_and_publish,
+    trainer_kwargs,
+)
+from rlvr.train.local.grpo import GRPO_CURVES, GRPOParams, TimedReward
+
+if TYPE_CHECKING:
+    from rlvr.generate import Generator
+    from rlvr.repair.env import EnvConfig
+
+__all__ = ["REPAIR_CURVES", "RepairContext", "RepairTrainParams", "collect_repair_contexts", "repair_rows",
+           "run_repair_training", "turn_penalty_reward"]
+
+REPAIR_CURVES = {**GRPO_CURVES, "turn_penalty": "rewards/turn_penalty/mean"}
+
+
+class RepairTrainParams(GRPOParams):
+    """``params.yaml`` ``repair.train``: the GRPO fields (:class:`rlvr.train.local.grpo.GRPOParams`) plus rollouts.
+
+    Fields beyond GRPO's:
+        rollout_samples: episodes sampled per TRAIN problem to collect repair contexts (>= 1).
+        rollout_temperature / rollout_top_p: sampling of those episodes (> 0: the policy must make mistakes).
+        rollout_max_new_tokens: generated-token cap per answer in the rollouts.
+        max_contexts_per_problem: cap on distinct repair contexts kept per problem (0 = no cap).
+    ``max_steps: 0`` skips training: the input model is published unchanged (``metrics.skipped``)."""
+
+    max_steps: int = Field(-1, ge=-1)
+    rollout_samples: int = Field(4, ge=1)
+    rollout_temperature: float = Field(1.0, gt=0)
+    rollout_top_p: float = Field(1.0, gt=0, le=1)
+    rollout_max_new_tokens: int = Field(64, gt=0)
+    max_contexts_per_problem: int = Field(4, ge=0)
+
+
+@dataclass(frozen=True)
+class RepairContext:
+    """One training prompt: ``messages`` (chat, ending with the judge's feedback user message) of an episode on
+    ``problem`` about to produce answer number ``turn`` (>= 2); ``hidden`` is the hidden-test copy of the problem."""
+
+    problem: Problem
+    hidden: Problem
+    messages: tuple[tuple[str, str], ...]
+    turn: int
+
+    def chat(self) -> list[dict[str, str]]:
+        """``messages`` as ``[{"role", "content"}]`` dicts."""
+        return [{"role": r, "content": c} for r, c in self.messages]
+
+
+def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: Any, env_cfg: EnvConfig,
+                            samples: int, temperature: float, top_p: float = 1.0, max_new_tokens: int = 64,
+                            seed: int = 0, max_per_problem: int = 0) -> tuple[list[RepairContext], dict[str, Any]]:
+    """Play ``samples`` sampled repair episodes per problem with :class:`rlvr.repair.env.RepairEnv` and return the
+    distinct repair contexts (module doc, step 1) plus rollout statistics ``{episodes, first_turn_failures,
+    first_turn_visible_failures, recovered, contexts, problems_with_context}`` (hidden verdicts of the rollouts,
+    for the record only). Generation: one batched ``gen.generate`` call per round, seeded with ``seed + round``.
+    Hidden verdicts are only judged at the end of an episode (``judge_hidden_each_turn`` is turned off here)."""
+    from rlvr.generate import SamplingParams
+    from rlvr.repair.env import RepairEnv
+
+    cfg = env_cfg.model_copy(update={"judge_hidden_each_turn": False})
+    envs = [RepairEnv(p, judge, cfg) for p in problems for _ in range(samples)]
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    per_problem: dict[str, int] = {}
+    contexts: list[RepairContext] = []
+    rounds = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
+    for r in range(rounds):
+        active = [e for e in envs if not e.done]
+        if not active:
+            break
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed + r)
+        outs = gen.generate([e.messages for e in active], 1, sampling, ids=[e.problem.id for e in active])
+        for env, out in zip(active, outs, strict=True):
+            step = env.step(out[0].text, out[0].n_tokens)
+            if step.done or step.kind != "answer":
+                continue
+            msgs = tuple((m["role"], m["content"]) for m in env.messages)
+            pid = env.problem.id
+            if (pid, msgs) in seen or (max_per_problem and per_problem.get(pid, 0) >= max_per_problem):
+                continue
+            seen.add((pid, msgs))
+            per_problem[pid] = per_problem.get(pid, 0) + 1
+            contexts.append(RepairContext(env.problem, env.hidden, msgs, len(env.turns) + 1))
+    stats = {
+        "episodes": len(envs),
+        "first_turn_visible_failures": sum(bool(e.turns) and e.turns[0]["visible_verdict"] != "accepted"
+                                           for e in envs),
+        "recovered": sum(len(e.turns) > 1 and e.accepted for e in envs),
+        "contexts": len(contexts),
+        "problems_with_context": len(per_problem),
+    }
+    return contexts, stats
+
+
+def repair_rows(contexts: Sequence[RepairContext]) -> list[dict[str, Any]]:
+    """Rows for ``trl.GRPOTrainer``: ``prompt`` (the context conversation), the reward columns ``ground_truth``
+    (:func:`rlvr.data.schema.ground_truth` of the *hidden*-test problem) and ``data_source``, and ``turn`` (the
+    answer number the completion is, read by :func:`turn_penalty_reward`)."""
+    return [{"prompt": c.chat(), "ground_truth": ground_truth(c.hidden), "data_source": c.problem.source,
+             "turn": c.turn} for c in contexts]
+
+
+def turn_penalty_reward(turn_penalty: float) -> Callable[..., list[float]]:
+    """A TRL reward function ``f(completions, turn, **kw) -> [-turn_penalty * (turn - 1), ...]``: the per-turn
+    penalty of the repair reward (``turn`` is the dataset column of :func:`repair_rows`). Raises ``ValueError`` when
+    the batch has no ``turn`` column."""
+
+    def turn_penalty_fn(completions: list[Any], turn: list[int] | None = None, **_: Any) -> list[float]:
+        if turn is None:
+            raise ValueError("turn_penalty reward: the dataset has no 'turn' column (use repair_rows)")
+        return [-turn_penalty * (int(t) - 1) for t in turn]
+
+    turn_penalty_fn.__name__ = "turn_penalty"
+    return turn_penalty_fn
+
+
+def _copy_model(src: str | Path, dst: str | Path) -> None:
+    with atomic_dir(Path(dst)) as tmp:
+        for f in Path(src).iterdir():
+            if f.is_file():
+                shutil.copy2(f, tmp / f.name)
+
+
+def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: TrainCommon, model_dir: str | Path,
+                        train_problems: Sequence[Problem], judge: Any, out_model_dir: str | Path,
+                        curves_path: str | Path, gen: Generator | None = None) -> dict[str, Any]:
+    """Collect repair contexts from ``model_dir``'s own episodes on ``train_problems``, train unrolled multi-turn
+    GRPO on them (module doc) and publish the model to ``out_model_dir``. ``gen`` overrides the rollout generator
+    (default: the ``hf`` backend on ``model_dir``). Returns metrics: ``rollouts`` (:func:`collect_repair_contexts`
+    stats), ``steps``, ``train_loss``, ``train_runtime_s``, ``rollout_s``, ``resumed_from_step``, ``reward_first`` /
+    ``reward_last`` (mean logged reward over the first/last quarter of steps), ``skipped`` (no context or
+    ``max_steps == 0``: the input model is published unchanged)."""
+    import time
+
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr.reward.trl import make_reward_funcs
+
+    set_seed(cfg.seed)
+    if gen is None:
+        from rlvr.generate import make_generator
+
+        gen = make_generator("hf", model=str(model_dir), batch_size=64)
+    t0 = time.perf_counter()
+    contexts, stats = collect_repair_contexts(
+        train_problems, gen, judge, env_cfg, cfg.rollout_samples, cfg.rollout_temperature, cfg.rollout_top_p,
+        cfg.rollout_max_new_tokens, cfg.seed, cfg.max_contexts_per_problem)
+    metrics: dict[str, Any] = {"method": "unrolled multi-turn GRPO", "rollouts": stats,
+                               "rollout_s": round(time.perf_counter() - t0, 3), "turn_penalty": env_cfg.turn_penalty}
+    if not contexts or cfg.max_steps == 0:
+        _copy_model(model_dir, out_model_dir)
+        TsvCurves(curves_path, REPAIR_CURVES).write()
+        return {**metrics, "skipped": True, "steps": 0}
+    ds = Dataset.from_list(repair_rows(contexts))
+    funcs: list[Any] = [TimedReward(f) for f in make_reward_funcs("sparse", judge=judge)]
+    if env_cfg.turn_penalty > 0:
+        funcs.append(turn_penalty_reward(env_cfg.turn_penalty))
+    out = run_dir("repair", {"train": cfg.model_dump(), "common": common.model_dump(),
+                             "env": env_cfg.model_dump(mode="json")}, model_dir)
+    report_to = setup_tracking("repair", common.report_to)
+    args = GRPOConfig(
+        **trainer_kwargs(cfg, common, out, report_to),
+        num_generations=cfg.num_generations,
+        max_completion_length=common.max_completion_length,
+        beta=cfg.beta,
+        entropy_coef=cfg.entropy_coef,
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
+        loss_type=cfg.loss_type,
+        scale_rewards=cfg.scale_rewards,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        num_iterations=cfg.num_iterations,
+        mask_truncated_completions=cfg.mask_truncated_completions,
+        log_completions=False,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    curves = TsvCurves(curves_path, REPAIR_CURVES, mirror=Path(out) / "curves.tsv")
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=funcs, args=args, train_dataset=ds,
+                          processing_class=tokenizer, callbacks=[curves.callback], peft_config=lora_config(cfg))
+    result, wall, resumed = train_and_publish(trainer, out, curves, out_model_dir)
+    rewards = [float(r["reward_mean"]) for r in curves.rows if str(r.get("reward_mean", "")) not in ("", "nan")]
+    q = max(1, len(rewards) // 4)
+    return {
+        **metrics,
+        "skipped": False,
+        "steps": trainer.state.global_step,
+        "train_loss": result.training_loss,
+        "train_runtime_s": round(wall, 3),
+        "resumed_from_step": resumed,
+        "reward_first": sum(rewards[:q]) / q if rewards else None,
+        "reward_last": sum(rewards[-q:]) / q if rewards else None,
+    }

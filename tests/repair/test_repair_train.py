@@ -1,0 +1,130 @@
+"""Repair training (unrolled multi-turn GRPO): contexts from the policy's own episodes, the hidden-test firewall on
+the training rows, the turn penalty, one real trainer step, and the verl branch to the launcher boundary."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from test_repair_env import BAD, GOOD, FakeJudge, Scripted, _problem
+
+from rlvr.data.schema import from_ground_truth
+from rlvr.repair import EnvConfig
+from rlvr.train.local.repair import (
+    RepairTrainParams,
+    collect_repair_contexts,
+    repair_rows,
+    turn_penalty_reward,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_contexts_are_the_policys_failures_and_rows_hide_hidden_tests():
+    problems = [_problem("t/1"), _problem("t/2", public=True)]
+    judge = FakeJudge()
+    contexts, stats = collect_repair_contexts(problems, Scripted([BAD]), judge, EnvConfig(turns=3), samples=3,
+                                              temperature=1.0)
+    # a deterministic policy: the 3 samples of a problem give the same contexts, kept once (turn 2 and turn 3)
+    assert sorted((c.problem.id, c.turn) for c in contexts) == [("t/1", 2), ("t/1", 3), ("t/2", 2), ("t/2", 3)]
+    assert stats["episodes"] == 6 and stats["first_turn_visible_failures"] == 6 and stats["recovered"] == 0
+    rows = repair_rows(contexts)
+    for row, c in zip(rows, contexts, strict=True):
+        prompt = json.dumps(row["prompt"])
+        assert "HID_" not in prompt and f"VIS_IN_0_{c.problem.id}" in prompt  # feedback shows the visible test
+        assert [m["role"] for m in row["prompt"]][-2:] == ["assistant", "user"] and len(row["prompt"]) == 2 * c.turn - 1
+        gt = from_ground_truth(row["ground_truth"])  # the reward's problem: hidden tests only
+        assert gt.tests and all(t.stdin.startswith("HID_") for t in gt.tests) and row["turn"] == c.turn
+    # the hidden tests are judged once per episode (its final verdict, recorded only), never shown
+    assert sum(p.tests[0].stdin.startswith("HID") for p in judge.judged) == stats["episodes"]
+    assert not any("HID_" in json.dumps(c.chat()) for c in contexts)
+
+
+def test_first_turn_success_gives_no_context_and_cap_per_problem():
+    contexts, stats = collect_repair_contexts([_problem()], Scripted([GOOD]), FakeJudge(), EnvConfig(turns=3), 2, 1.0)
+    assert contexts == [] and stats["first_turn_visible_failures"] == 0
+    contexts, _ = collect_repair_contexts([_problem()], Scripted([BAD, GOOD]), FakeJudge(), EnvConfig(turns=3), 2,
+                                          1.0, max_per_problem=1)
+    assert [c.turn for c in contexts] == [2]
+
+
+def test_turn_penalty_reward():
+    f = turn_penalty_reward(0.1)
+    assert f(completions=["a", "b"], turn=[2, 3]) == pytest.approx([-0.1, -0.2])
+    with pytest.raises(ValueError, match="turn"):
+        f(completions=["a"])
+
+
+def test_train_params_batch_check():
+    with pytest.raises(ValueError, match="num_generations"):
+        RepairTrainParams(num_generations=3, per_device_train_batch_size=8)
+    assert RepairTrainParams(max_steps=0).max_steps == 0
+
+
+@pytest.mark.slow
+def test_one_real_repair_training_step(tmp_path, judge, monkeypatch):
+    from rlvr.data.synthetic import completion_for, corpus_texts, generate
+    from rlvr.model import build_tiny_model
+    from rlvr.train.local.common import TrainCommon
+    from rlvr.train.local.repair import run_repair_training
+
+    monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
+    problems = generate(templates=["add"], max_constant=4, n_tests=3)
+    model = build_tiny_model(tmp_path / "m", corpus_texts(problems), hidden_size=32, layers=1, heads=2, kv_heads=1,
+                             intermediate_size=64)
+    policy = Scripted([completion_for("print(0)")])  # always wrong: every problem fails
+    cfg = RepairTrainParams(max_steps=1, num_generations=2, per_device_train_batch_size=2, rollout_samples=1)
+    common = TrainCommon(max_completion_length=8, report_to=["none"], logging_steps=1)
+    out = tmp_path / "out"
+    m = run_repair_training(cfg, EnvConfig(turns=2, turn_penalty=0.1), common, model, problems, judge, out,
+                            tmp_path / "curves.tsv", gen=policy)
+    assert m["steps"] == 1 and not m["skipped"] and m["rollouts"]["contexts"] == len(problems)
+    assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
+    header, *rows = (tmp_path / "curves.tsv").read_text().splitlines()
+    assert "reward_mean" in header and "turn_penalty" in header and rows
+    # reward = hidden verdict (a random model fails: 0) - 0.1 * (turn 2 - 1)
+    assert float(rows[0].split("\t")[header.split("\t").index("reward_mean")]) == pytest.approx(-0.1)
+    m0 = run_repair_training(cfg.model_copy(update={"max_steps": 0}), EnvConfig(turns=2), common, model, problems,
+                             judge, tmp_path / "copy", tmp_path / "c0.tsv", gen=policy)
+    assert m0["skipped"] and (tmp_path / "copy" / "config.json").is_file()
+
+
+def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
+    pytest.importorskip("verl")
+    pytest.importorskip("hydra")
+    sys.path.insert(0, str(ROOT / "tests" / "train"))
+    from test_repair_verl_tool import _compose
+    from test_verl_launch import STEPS, FakeRunner
+
+    from rlvr.data.synthetic import generate
+    from rlvr.repair.eval import RepairParams
+    from rlvr.repair.verl_tool import run_repair_verl
+
+    monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
+    params = tmp_path / "params.yaml"
+    params.write_text(f"verl: {{profile: {ROOT / 'profiles' / 'verl_8xh100_qwen7b.yaml'}, train_batch_size: 16, "
+                      "ppo_mini_batch_size: 8}\n")
+    cfg = RepairParams(datasets=[], turns=3, turn_penalty=0.1,
+                       train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8))
+    problems = generate(templates=["add"], n_tests=3)
+    runner = FakeRunner(STEPS)
+    m = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
+                        tmp_path / "curves.tsv", runner=runner)
+    argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
+    overrides = [a for a in argv if "=" in a]
+    assert "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent" in overrides
+    assert "actor_rollout_ref.model.path=Qwen/X" in overrides
+    composed = _compose(overrides)  # the whole override list composes against the installed verl Hydra config
+    assert composed.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 3
+    assert composed.algorithm.adv_estimator == "grpo"
+    run = Path(m["run_dir"])
+    import pyarrow.parquet as pq
+
+    rows = pq.read_table(run / "data" / "train.parquet").to_pylist()
+    assert len(rows) == 4 and all(r["agent_name"] == "tool_agent" for r in rows)
+    vis = from_ground_truth(rows[0]["extra_info"]["tools_kwargs"]["run_tests"]["create_kwargs"]["ground_truth"])
+    hid = from_ground_truth(rows[0]["reward_model"]["ground_truth"])
+    assert len(vis.tests) == 1 and len(hid.tests) == 2 and vis.tests[0] not in hid.tests
+    assert (tmp_path / "models" / "repair" / "verl_overrides.txt").is_file() and (tmp_path / "curves.tsv").is_file()
