@@ -16,14 +16,16 @@ Rule (:func:`detect_float_tolerance`), applied to the statement text:
    *value*: ``10^{-k}``, ``10^-k``, ``10^{−k}``, ``10<sup>-k</sup>``, ``1e-k`` / ``1E-k``, an optional mantissa
    (``5·10^{-7}``), or CodeContests' flattened rendering of a superscript, ``10 - k`` / ``10-k``.
 3. Kind: both words → ``abs_or_rel`` (testlib semantics above); only ``absolute`` → ``abs``; only ``relative`` →
-   ``rel``. Every match of the statement must agree on value and kind, else the statement is ambiguous → ``None``.
+   ``rel``; "differs from the correct one by at most 10^{-9}" (no phrase, the value right after) → ``abs``. Every
+   match of the statement must agree on value and kind, else the statement is ambiguous → ``None``.
 
 Only ``abs_or_rel`` maps onto ``Problem.float_tolerance`` (:func:`statement_float_tolerance`): the schema carries one
 number with the combined semantics, which would be looser than an absolute-only (for ``|b| > 1``) or relative-only
 (for ``|b| < 1``) rule, so those statements declare nothing and stay exact (they are rare in the bundled sets).
 Statements that ask for a fixed number of digits without an error bound ("print with five digits after the decimal
 point") are not tolerance declarations either. Known limits: English only; a tolerance given in words ("one
-millionth") is missed.
+millionth") is missed. On the bundled sets (``tests/data/test_tolerance.py``): CodeContests-300 declares 22
+``abs_or_rel`` tolerances (1e-4 to 1e-9) and one ``abs`` (``442_b``, left exact); APPS-150 one ``abs_or_rel``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ _VALUE = re.compile(
     r"|\b(?P<emant>\d+(?:\.\d+)?)[eE]\s*-\s*(?P<k4>\d{1,2})\b"
 )
 _SENTENCE_END = re.compile(r"\.(?!\d)")
+# "… if it differs from the correct one by at most 10^{-9}": an absolute bound
+_DIFFERS = re.compile(
+    r"\bdiffers?\s+from\s+the\s+(?:correct|right|jury'?s?)\s+(?:one|answer|value)\s+by\s+"
+    r"(?:at\s+most|no\s+more\s+than|not\s+more\s+than|less\s+than)\s+",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,10 @@ def detect_float_tolerance(statement: str) -> FloatTolerance | None:
         if not 0.0 < value < 1.0:
             continue
         found.append(FloatTolerance(value, kind, evidence))
+    for dm in _DIFFERS.finditer(text):
+        vm = _VALUE.match(text, dm.end())
+        if vm is not None and 0.0 < (value := _value(vm)) < 1.0:
+            found.append(FloatTolerance(value, "abs", text[dm.start() : vm.end()]))
     if not found:
         return None
     if len({(f.value, f.kind) for f in found}) > 1:

@@ -42,6 +42,7 @@ def test_abs_or_rel_declarations_are_read(text: str, value: float) -> None:
     [
         ("Your answer is correct if its absolute error does not exceed 10^{-6}.", "abs"),
         ("The relative error of your answer must not exceed 10 - 6.", "rel"),
+        ("The answer will be considered valid if it differs from the correct one by at most 10 - 6.", "abs"),
     ],
 )
 def test_absolute_only_or_relative_only_is_detected_but_not_declared(text: str, kind: str) -> None:
