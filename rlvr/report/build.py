@@ -1,4 +1,10 @@
-"""Build ``reports/index.html``: Quality, Cost, Stability and Data sections from the metrics files that exist.
+"""Build ``reports/index.html``: Final evaluation, Quality, Repair, Cost, Stability and Data sections from the
+metrics files that exist.
+
+*Final evaluation* shows the ``eval`` stage (``metrics/final/``: every phase on Dev **and Test** under one protocol,
+its CIs, mean ± std over seeds, the ``eval.headline`` block); *Quality* the post-stage Dev evaluations
+(``metrics/baseline.json``, ``metrics/eval_<stage>.json``); *Repair* ``metrics/repair.json`` (before / after repair
+training when present).
 
 Reads only files (:func:`rlvr.report.collect.collect`), never WandB, a model or the judge. A section or stage with no
 file yet says "not run", so the page grows with the pipeline. Uncertainty follows :mod:`rlvr.eval.stats`: percentile
@@ -28,7 +34,7 @@ from rlvr.report import charts
 from rlvr.report.collect import Collected, Phase, TrainingRun, collect, flatten
 from rlvr.report.render import Num, chart, fmt, pre, render_page, table, text
 
-__all__ = ["STABILITY_COLUMNS", "ReportParams", "build_report", "build_sections"]
+__all__ = ["STABILITY_COLUMNS", "ReportParams", "build_report", "build_sections", "final_section", "repair_section"]
 
 #: Curve columns shown first (in this order) and listed as "not logged" for RL stages that lack them.
 STABILITY_COLUMNS = ("reward_mean", "reward_std", "accepted_rate", "pass_ratio", "kl", "entropy", "response_length",
@@ -109,6 +115,9 @@ def quality_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     phases = col.phases
     if phases:
+        blocks.append(text("Post-stage evaluations on Dev sets (metrics/baseline.json, metrics/eval_<stage>.json: "
+                           "the baseline protocol run by each training stage on its own model). Test sets are scored "
+                           "only in Final evaluation.", "note"))
         ks = _ks(phases)
         datasets = _datasets(phases)
         cis = {(p.name, ds): _phase_cis(p, ds, cfg) for p in phases for ds in p.datasets}
@@ -171,11 +180,211 @@ def quality_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
                    fmt(flatten(p.protocol.get("sampling", {})) or None)] for p in phases]
         blocks.append(table(["phase", "model", "backend", "n", "ks", "judge version", "sampling"], protos,
                             title="Protocol recorded in each metrics file"))
-    if col.repair is not None and not any(p.base == "repair" for p in phases):
-        flat = flatten(col.repair)
-        blocks.append(table(["key", "value"], [[k, v] for k, v in flat.items() if not isinstance(v, list | dict)],
-                            title="Repair (metrics/repair.json)"))
     return {"id": "quality", "title": "Quality", "blocks": blocks, "missing": "no baseline/eval metrics yet"}
+
+
+_ROLE_ORDER = {"test": 0, "dev": 1}
+
+
+def _final_ci(m: Mapping[str, Any], metric: str) -> Num | None:
+    """``value [lo, hi]`` of ``metric`` from the CI block the eval stage wrote into a dataset entry."""
+    ci = m.get("ci") if isinstance(m.get("ci"), dict) else {}
+    return _ci_cell(ci.get(metric), m.get(metric) if isinstance(m.get(metric), int | float) else None)
+
+
+def _bar(m: Mapping[str, Any], metric: str) -> tuple[float, float | None, float | None] | None:
+    v = m.get(metric)
+    if not isinstance(v, int | float) or isinstance(v, bool):
+        return None
+    ci = (m.get("ci") or {}).get(metric) or {}
+    return float(v), ci.get("lo"), ci.get("hi")
+
+
+def final_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
+    """Final evaluation (stage ``eval``, :mod:`rlvr.eval.final`): every phase on the Dev and Test sets under one
+    protocol. Values and 95 % CIs are read from ``metrics/final/eval_<phase>.json`` as the stage computed them (not
+    recomputed); seeds from ``metrics/final/eval.json`` (``seeds``: mean ± std, ddof = 1), else from the phase files;
+    headline and not-run phases from the summary; flips from ``data/eval/final/<phase>/per_task`` when present."""
+    phases, summ = col.final_phases, col.final_summary or {}
+    blocks: list[dict[str, Any]] = []
+    if not phases and not summ:
+        return {"id": "final", "title": "Final evaluation", "blocks": [],
+                "missing": "the eval stage has not run (metrics/final/eval.json)"}
+    ks = _ks(phases)
+    datasets = sorted(_datasets(phases), key=lambda d: (min(_ROLE_ORDER.get(str(p.datasets[d].get("role")), 2)
+                                                            for p in phases if d in p.datasets), d))
+    proto = phases[0].protocol if phases else {}
+    level = f"{100 * (1 - float((proto.get('bootstrap') or {}).get('alpha', cfg.alpha))):g} %"
+    notes = []
+    if proto:
+        g, smp = proto.get("greedy") or {}, proto.get("sampling") or {}
+        notes.append(f"EVAL@1: greedy, max_new_tokens {g.get('max_new_tokens')}; EVAL@k: n = {proto.get('n')} samples "
+                     f"at temperature {smp.get('temperature')}, top_p {smp.get('top_p')}, pass@k unbiased "
+                     f"(Chen et al. 2021); EVAL@budget: accepted and ≤ {proto.get('budget_tokens')} generated "
+                     f"tokens; judge {(proto.get('judge') or {}).get('version')}; CIs: percentile bootstrap over "
+                     f"problems, B = {(proto.get('bootstrap') or {}).get('B')} (Efron & Tibshirani 1993), as "
+                     "written by the eval stage.")
+    if summ.get("not_run"):
+        notes.append(f"Phases without a model (not run): {', '.join(map(str, summ['not_run']))}.")
+    blocks += [text(n, "note") for n in notes]
+
+    head = summ.get("headline")
+    if isinstance(head, dict) and head.get("phase"):
+        hds = {k: v for k, v in head.items() if isinstance(v, dict)}
+        hks = sorted({k for v in hds.values() for k in v if k.startswith("pass@") and k[5:].isdigit()},
+                     key=lambda k: int(k[5:]))
+        blocks.append(table(
+            ["dataset", "role", "accepted@1", *hks],
+            [[ds, v.get("role"), v.get("accepted@1"), *[v.get(k) for k in hks]] for ds, v in hds.items()],
+            title=f"Headline: {head['phase']} (eval.headline; metrics/final/eval.json → headline)",
+            note="The phase chosen by the eval.headline param (mean over seeds for a seeded phase), so "
+                 "`dvc exp diff` between two values of eval.headline shows what one phase changed."))
+
+    if phases:
+        budget_ks = [k for k in ks if k != "pass@1"][-1:] or ["pass@1"]
+        rows = []
+        for ds in datasets:
+            for p in phases:
+                if ds not in p.datasets:
+                    continue
+                m = p.datasets[ds]
+                b = m.get("eval@budget") if isinstance(m.get("eval@budget"), dict) else {}
+                rows.append([ds, m.get("role"), p.name, (m.get("dataset") or {}).get("n_problems", m.get("n_tasks")),
+                             _final_ci(m, "accepted@1"), *[_final_ci(m, k) for k in ks],
+                             b.get("accepted@1"), *[b.get(k) for k in budget_ks if k in ks],
+                             m.get("exec_success_rate")])
+        blocks.append(table(
+            ["dataset", "role", "phase", "problems", "accepted@1 [CI]", *[f"{k} [CI]" for k in ks],
+             "EVAL@budget accepted@1", *[f"EVAL@budget {k}" for k in budget_ks if k in ks], "exec success"], rows,
+            title=f"Dev and Test sets, every phase, one protocol ({level} CIs)",
+            note="Test sets are scored only here (never used for selection). pass@k only on datasets with EVAL@k."))
+        for metric in ["accepted@1", *[k for k in ks if k != "pass@1"][-1:]]:
+            panels = {f"{ds} ({_role(phases, ds)})": {p.name: _bar(p.datasets[ds], metric)
+                                                      for p in phases if ds in p.datasets}
+                      for ds in datasets if any(_bar(p.datasets[ds], metric) for p in phases if ds in p.datasets)}
+            if panels:
+                blocks.append(chart(charts.bars_with_ci(panels, metric),
+                                    f"Final eval: {metric} per dataset and phase ({level} CI)",
+                                    f"bar chart of final-eval {metric} with confidence intervals"))
+        blocks += _final_seed_blocks(phases, summ, datasets, ks)
+        vpanels = {f"{ds} ({_role(phases, ds)})": {
+            p.name: {v: float(c.get("fraction", 0.0)) for v, c in p.datasets[ds]["verdicts"].items()
+                     if isinstance(c, dict)}
+            for p in phases if ds in p.datasets and isinstance(p.datasets[ds].get("verdicts"), dict)}
+            for ds in datasets}
+        vpanels = {k: v for k, v in vpanels.items() if v}
+        if vpanels:
+            blocks.append(chart(charts.verdict_breakdown(vpanels), "Final eval: verdicts of the greedy samples",
+                                "stacked bars of final-eval verdict fractions"))
+        if any(p.per_task for p in phases):
+            blocks += _flips_blocks(phases, datasets)
+        prow = []
+        for p in phases:
+            pr, model = p.protocol, p.protocol.get("model") if isinstance(p.protocol.get("model"), dict) else {}
+            prow.append([p.name, model.get("id"), str(model.get("sha256", ""))[:16] or None, pr.get("backend"),
+                         _kv(pr.get("greedy")), _kv(pr.get("sampling")),
+                         pr.get("n"), pr.get("ks"), pr.get("budget_tokens"), (pr.get("judge") or {}).get("version"),
+                         str(pr.get("prompt_template_sha256", ""))[:12] or None])
+        blocks.append(table(["phase", "model", "model sha256", "backend", "greedy", "sampling", "n", "ks",
+                             "budget tokens", "judge", "prompt template sha256"], prow,
+                            title="Final eval protocol recorded in each metrics file"))
+    return {"id": "final", "title": "Final evaluation", "blocks": blocks,
+            "missing": "the eval stage has not run (metrics/final/eval.json)"}
+
+
+def _role(phases: Sequence[Phase], ds: str) -> str:
+    return next((str(p.datasets[ds].get("role")) for p in phases if ds in p.datasets and p.datasets[ds].get("role")),
+                "?")
+
+
+def _final_seed_blocks(phases: Sequence[Phase], summ: Mapping[str, Any], datasets: Sequence[str],
+                       ks: Sequence[str]) -> list[dict[str, Any]]:
+    """Mean ± std over seeds: the summary's ``seeds`` block when present, else from the seeded phase files."""
+    seeds = summ.get("seeds") if isinstance(summ.get("seeds"), dict) else {}
+    if not seeds:
+        groups: dict[str, list[Phase]] = {}
+        for p in phases:
+            if p.seed is not None:
+                groups.setdefault(p.base, []).append(p)
+        seeds = {b: {ds: {k: seed_summary([p.datasets[ds].get(k) for p in ps if ds in p.datasets])
+                          for k in ["accepted@1", *ks]} for ds in datasets} for b, ps in groups.items()}
+    metrics = ["accepted@1", *ks]
+    rows = []
+    for base, by_ds in seeds.items():
+        for ds in datasets:
+            vals = (by_ds or {}).get(ds) or {}
+            acc = vals.get("accepted@1") or {}
+            if not acc.get("n"):
+                continue
+            rows.append([ds, _role(phases, ds), base, acc.get("n"),
+                         *[Num(f"{fmt(v.get('mean'))} ± {fmt(v.get('std'), 2)}") if (v := vals.get(k) or {}).get("n")
+                           else None for k in metrics]])
+    if not rows:
+        return []
+    return [table(["dataset", "role", "phase", "seeds", *[f"{k} mean ± std" for k in metrics]], rows,
+                  title="Final eval across seeds",
+                  note="Sample standard deviation over seeds (ddof = 1); — when one seed only.")]
+
+
+def repair_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
+    """Multi-turn repair (``metrics/repair.json``): every scalar key per dataset, *before* vs *after* training when
+    the file has a ``before`` block, accepted rate vs turn, and the ``training`` / ``protocol`` blocks. Renders the
+    keys that exist (the stage's schema may grow), so a missing key is simply not shown."""
+    r = col.repair
+    blocks: list[dict[str, Any]] = []
+    if not isinstance(r, dict):
+        return {"id": "repair", "title": "Repair", "blocks": [], "missing": "repair has not run (metrics/repair.json)"}
+    meta = {"before", "training", "protocol"}
+    after = {k: v for k, v in r.items() if k not in meta and isinstance(v, dict)}
+    before = {k: v for k, v in (r.get("before") or {}).items() if isinstance(v, dict)} \
+        if isinstance(r.get("before"), dict) else {}
+    for ds, m in after.items():
+        fa, fb = flatten(m), flatten(before.get(ds) or {})
+        keys = [k for k in dict.fromkeys([*fa, *fb]) if not isinstance(fa.get(k, fb.get(k)), dict)]
+        if fb:
+            rows = [[k, fb.get(k), fa.get(k), _delta(fb.get(k), fa.get(k))] for k in keys]
+            blocks.append(table(["metric", "before training", "after training", "change"], rows,
+                                title=f"{ds}: repair before vs after training"))
+        else:
+            blocks.append(table(["metric", "value"], [[k, fa.get(k)] for k in keys], title=f"{ds}: repair"))
+    bars = {f"{ds}: {k}": {when: v for when, src in (("before training", before.get(ds) or {}),
+                                                     ("after training" if before else "repair", m))
+                           if isinstance(v := src.get(k), int | float)}
+            for ds, m in after.items() for k in ("recovery_rate", "final_accepted")}
+    bars = {g: v for g, v in bars.items() if v}
+    if bars:
+        blocks.append(chart(charts.grouped_bars(bars, "fraction of problems"),
+                            "Repair: recovery rate and final accepted" + (" (before / after training)" if before
+                                                                          else ""),
+                            "bar chart of repair recovery rate and final accepted"))
+    series = [(when, {"turn": list(range(1, 1 + max(len(v) for v in turns.values()))), **turns})
+              for when, src in (("before training", before), ("after training" if before else "repair", after))
+              if (turns := {ds: [float(x) for x in m["accepted_at_turn"]] for ds, m in src.items()
+                            if isinstance(m.get("accepted_at_turn"), list) and m["accepted_at_turn"]})]
+    if series:
+        cols = list(dict.fromkeys(c for _, s in series for c in s if c != "turn"))
+        series = [(lab, {**s, **{c: s[c] + [float("nan")] * (len(s["turn"]) - len(s[c])) for c in cols if c in s}})
+                  for lab, s in series]
+        blocks.append(chart(charts.curves_figure(series, cols, x="turn"), "Repair: accepted rate after each turn",
+                            "accepted rate vs turn per dataset"))
+    for key in ("training", "protocol"):
+        if isinstance(r.get(key), dict):
+            flat = flatten(r[key])
+            blocks.append(table(["key", "value"], [[k, v] for k, v in flat.items() if not isinstance(v, dict)],
+                                title=f"Repair {key}"))
+    return {"id": "repair", "title": "Repair", "blocks": blocks, "missing": "repair has not run (metrics/repair.json)"}
+
+
+def _kv(d: Any) -> str | None:
+    """``{"temperature": 0.8, "top_p": 0.95}`` → ``"temperature=0.8 top_p=0.95"`` (``None`` when empty)."""
+    return " ".join(f"{k}={fmt(v)}" for k, v in flatten(d).items()) if isinstance(d, dict) and d else None
+
+
+def _delta(a: Any, b: Any) -> float | None:
+    num = (int, float)
+    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(b, bool):
+        return b - a
+    return None
 
 
 def _flips_blocks(phases: Sequence[Phase], datasets: Sequence[str]) -> list[dict[str, Any]]:
@@ -379,6 +588,8 @@ def _not_run(col: Collected, cfg: ReportParams) -> list[str]:
         out.append("governance (metrics/governance.json)")
     if col.judge_check is None:
         out.append("judge_check (metrics/judge_check.json)")
+    if not col.final_phases and col.final_summary is None:
+        out.append("eval, the final Dev/Test evaluation (metrics/final/eval.json)")
     for name in cfg.phase_order:
         if name == "baseline":
             if "baseline" not in seen:
@@ -406,8 +617,8 @@ def build_sections(col: Collected, cfg: ReportParams) -> tuple[list[dict[str, An
         intro.append(_table(["file", "problem"], list(col.problems.items()), title="Unreadable files (skipped)"))
     intro.append(pre(f"Inputs ({len(col.sources)} files, sha256)",
                      "\n".join(f"{h[:16]}  {p}" for p, h in sorted(col.sources.items())) or "none"))
-    sections = [quality_section(col, cfg), cost_section(col, cfg), stability_section(col, cfg),
-                data_section(col, cfg)]
+    sections = [final_section(col, cfg), quality_section(col, cfg), repair_section(col, cfg), cost_section(col, cfg),
+                stability_section(col, cfg), data_section(col, cfg)]
     return intro, sections
 
 
@@ -419,12 +630,14 @@ def build_report(
 ) -> dict[str, Any]:
     """Collect the metrics files, render the page and write it atomically to ``out_path``.
 
-    Returns a summary ``{"phases": [...], "training": [...], "not_run": [...], "charts": n, "bytes": size}``.
+    Returns a summary ``{"phases": [...], "final_phases": [...], "training": [...], "not_run": [...], "charts": n,
+    "bytes": size}``.
     Never fails because a stage has not run; raises only on I/O errors writing ``out_path``."""
     col = collect(metrics_dir, data_dir, cfg.phase_order)
     intro, sections = build_sections(col, cfg)
     html = render_page(cfg.title, sections, intro)
     atomic_write_text(out_path, html)
     n_charts = sum(1 for s in sections for b in s["blocks"] if b["kind"] == "chart")
-    return {"phases": [p.name for p in col.phases], "training": sorted(col.training), "not_run": _not_run(col, cfg),
-            "charts": n_charts, "bytes": len(html.encode())}
+    return {"phases": [p.name for p in col.phases], "final_phases": [p.name for p in col.final_phases],
+            "training": sorted(col.training), "not_run": _not_run(col, cfg), "charts": n_charts,
+            "bytes": len(html.encode())}

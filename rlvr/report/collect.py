@@ -11,6 +11,12 @@ Files and what they become (everything optional; absent ones are reported as "no
 * ``metrics/<stage>.json`` (any other file) → **training stage** summaries; ``metrics/<stage>/**/*.tsv`` → training
   **curves** (DVC plots TSV, first column ``step``).
 * ``metrics/governance.json``, ``metrics/judge_check.json``, ``<data_dir>/governance/audit.md`` → the Data section.
+* ``metrics/final/eval.json`` (summary: ``phases``, ``not_run``, ``seeds``, ``headline``) and
+  ``metrics/final/eval_<phase>.json`` → the **final evaluation** (stage ``eval``, :mod:`rlvr.eval.final`: Dev and
+  Test sets under one protocol, CIs inside each dataset entry under ``"ci"``); per-task arrays from
+  ``<data_dir>/eval/final/<phase>/per_task/<dataset>.json`` when present (paired flips).
+* ``metrics/repair.json`` is also kept whole (``Collected.repair``: after-training metrics per dataset, optional
+  ``before``/``training``/``protocol`` blocks) for the repair section.
 
 Seeds: a name or path part matching ``seed[-_]?<n>`` (``eval_grpo_seed1.json``, ``metrics/grpo/seed-2/train.tsv``,
 ``grpo@1``-style ``_<n>`` suffixes are *not* guessed) gives the seed; the phase/stage is the name without it.
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "FINAL_DIR",
     "SPECIAL_FILES",
     "Collected",
     "Curve",
@@ -42,6 +49,8 @@ __all__ = [
 
 #: metrics files with their own section (not training stages).
 SPECIAL_FILES = ("governance", "judge_check", "repair", "baseline", "eval")
+#: sub-folder of the metrics dir written by the final ``eval`` stage.
+FINAL_DIR = "final"
 _SEED_RE = re.compile(r"(?:^|[-_./@])seed[-_]?(\d+)", re.IGNORECASE)
 
 
@@ -147,6 +156,8 @@ class Collected:
     governance: dict[str, Any] | None = None
     judge_check: dict[str, Any] | None = None
     repair: dict[str, Any] | None = None
+    final_phases: list[Phase] = field(default_factory=list)
+    final_summary: dict[str, Any] | None = None
     audit_md: str | None = None
     sources: dict[str, str] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
@@ -168,7 +179,8 @@ def _phase_order_key(order: list[str]):
     return key
 
 
-def _load_phase(path: Path, name: str, data: Any, data_dir: Path) -> Phase | None:
+def _load_phase(path: Path, name: str, data: Any, data_dir: Path, per_task_dirs: list[Path] | None = None
+                ) -> Phase | None:
     if not isinstance(data, dict):
         return None
     datasets = {k: v for k, v in data.items() if _is_dataset_entry(v)}
@@ -178,8 +190,9 @@ def _load_phase(path: Path, name: str, data: Any, data_dir: Path) -> Phase | Non
     phase = Phase(name=name, base=base or name, seed=seed, path=path, datasets=datasets,
                   protocol=data.get("protocol") if isinstance(data.get("protocol"), dict) else {})
     stem = path.stem
+    dirs = per_task_dirs or [data_dir / stem / "per_task", data_dir / "eval" / name / "per_task"]
     for ds in datasets:
-        for cand in (data_dir / stem / "per_task" / f"{ds}.json", data_dir / "eval" / name / "per_task" / f"{ds}.json"):
+        for cand in (d / f"{ds}.json" for d in dirs):
             if cand.is_file():
                 arrays = read_json(cand)
                 if isinstance(arrays, dict):
@@ -212,7 +225,9 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
         data = load(path)
         if data is None:
             continue
-        if stem == "governance":
+        if stem == "eval":  # a final-eval summary written beside the Dev evals (--metrics-dir metrics)
+            out.final_summary = out.final_summary or (data if isinstance(data, dict) else None)
+        elif stem == "governance":
             out.governance = data if isinstance(data, dict) else None
         elif stem == "judge_check":
             out.judge_check = data if isinstance(data, dict) else None
@@ -236,6 +251,8 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
             run.summary_paths.append(path)
     out.phases.sort(key=_phase_order_key(order))
 
+    _collect_final(out, metrics_dir / FINAL_DIR, data_dir, order, load)
+
     for sub in sorted(p for p in metrics_dir.iterdir() if p.is_dir()):
         stage_base, stage_seed = split_seed(sub.name)
         for tsv in sorted(sub.rglob("*.tsv")):
@@ -256,3 +273,30 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
         out.audit_md = audit.read_text(encoding="utf-8")
         out.sources[str(audit)] = _sha(audit)
     return out
+
+
+def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[str],
+                   load: Any) -> None:
+    """The final eval stage's files (module doc) into ``out.final_summary`` / ``out.final_phases``."""
+    if not final_dir.is_dir():
+        return
+    for path in sorted(final_dir.glob("*.json")):
+        data = load(path)
+        if data is None:
+            continue
+        if path.stem == "eval":
+            out.final_summary = data if isinstance(data, dict) else None
+            continue
+        if not path.stem.startswith("eval_"):
+            continue
+        name = path.stem[5:]
+        try:
+            phase = _load_phase(path, name, data, data_dir, [data_dir / "eval" / FINAL_DIR / name / "per_task"])
+        except (OSError, ValueError) as exc:
+            out.problems[str(path)] = str(exc)
+            continue
+        if phase is None:
+            out.problems[str(path)] = "no dataset entries (objects with 'accepted@1' or 'verdicts')"
+        else:
+            out.final_phases.append(phase)
+    out.final_phases.sort(key=_phase_order_key(order))

@@ -34,6 +34,7 @@ table { border-collapse: collapse; font-size: .85rem; margin: .4rem 0 1rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .55rem; text-align: right; white-space: nowrap; }
 th { background: #f0f3f6; }
 td:first-child, th:first-child, td.text { text-align: left; }
+div.scroll { overflow-x: auto; }
 img.chart { max-width: 100%; height: auto; display: block; margin: .3rem 0 1rem; }
 details { margin: .5rem 0; }
 pre { background: #f6f8fa; padding: .6rem; overflow-x: auto; font-size: .8rem; max-height: 40rem; }
@@ -68,9 +69,9 @@ _BLOCK = """{% macro block(b) -%}
 {%- elif b.kind == "table" -%}
 {% if b.title %}<h3>{{ b.title }}</h3>{% endif %}
 {% if b.note %}<p class="note">{{ b.note }}</p>{% endif %}
-<table><thead><tr>{% for c in b.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
+<div class="scroll"><table><thead><tr>{% for c in b.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>
 <tbody>{% for r in b.rows %}<tr>{% for c in r %}<td{% if not c.num %} class="text"{% endif %}>{{ c.v }}</td>{% endfor %}
-</tr>{% endfor %}</tbody></table>
+</tr>{% endfor %}</tbody></table></div>
 {%- elif b.kind == "text" -%}
 <p class="{{ b.cls or '' }}">{{ b.text }}</p>
 {%- elif b.kind == "list" -%}

@@ -124,3 +124,90 @@ def write_full_tree(root: Path) -> Path:
 def full_tree(tmp_path: Path) -> Path:
     """tmp_path with metrics/ and data/ of a pipeline that ran every stage (see :func:`write_full_tree`)."""
     return write_full_tree(tmp_path)
+
+
+# ------------------------------------------------------------------------------------- final eval + repair fixtures
+class _PhaseGen:
+    """Fake generator of one phase: task ``<ds>/<i>`` is answered correctly when ``(i + sample) % mod == 0``."""
+
+    def __init__(self, mod: int):
+        from rlvr.generate import GenerationStats
+
+        self.mod, self.model_id, self.stats = mod, "fake", GenerationStats()
+
+    def generate(self, prompts, n, sampling, ids=None):
+        from rlvr.generate import Completion
+
+        out = []
+        for tid in ids:
+            i = int(tid.rsplit("/", 1)[1])
+            out.append([Completion(f"```python\nprint({i if (i + j) % self.mod == 0 else -1})\n```", 20 + i, "stop")
+                        for j in range(n)])
+        return out
+
+
+class _StdoutJudge:
+    version = "fake-judge/1"
+
+    def judge_many(self, items):
+        from rlvr.judge.verdict import JudgeResult
+
+        return [JudgeResult(verdict="accepted" if code.strip() == f"print({p.tests[0].stdout})" else "wrong_answer",
+                            passed=int(code.strip() == f"print({p.tests[0].stdout})"), total=1,
+                            pass_ratio=float(code.strip() == f"print({p.tests[0].stdout})"), judge_s=0.01)
+                for p, code in items]
+
+
+#: phase model folder → answer period of its fake generator (1 = solves everything, larger = worse)
+FINAL_MODS = {"base": 5, "sft": 3, "dpo": 3, "grpo/seed-1": 2, "grpo/seed-2": 1}
+
+
+def write_final_tree(root: Path) -> dict:
+    """``metrics/final/eval*.json`` and ``data/eval/final/<phase>/per_task`` written by the real
+    :func:`rlvr.eval.final.run_eval` (fake generator and judge): datasets ``syn`` (dev, EVAL@k) and ``heval`` (test),
+    phases baseline, sft, dpo, grpo seeds 1-2; repair not run. Returns the summary."""
+    from rlvr.data.schema import Problem, StdioTest, write_problems
+    from rlvr.eval.final import EvalParams, run_eval
+
+    for ds, n in (("syn", 12), ("heval", 10)):
+        write_problems(root / "problems" / f"{ds}.jsonl",
+                       [Problem(id=f"{ds}/{i}", source=ds, split="test", statement=f"Print {i}.",
+                                tests=[StdioTest(stdin="", stdout=str(i))]) for i in range(n)])
+    for d in FINAL_MODS:
+        md = root / "models" / d
+        md.mkdir(parents=True, exist_ok=True)
+        (md / "config.json").write_text("{}")
+        (md / "model.safetensors").write_bytes(d.encode())
+    cfg = EvalParams(datasets=[{"name": "syn", "k": True}, {"name": "heval"}], n=2, ks=[1, 2], budget_tokens=25,
+                     bootstrap=100, tuning_stages=["baseline"])
+    params = {"governance": {"datasets": [{"name": "syn", "role": "dev"}, {"name": "heval", "role": "test"}]}}
+    mods = {str(root / "models" / d): m for d, m in FINAL_MODS.items()}
+    return run_eval(cfg, _StdoutJudge(), lambda d: _PhaseGen(mods[str(d)]), root / "problems",
+                    root / "data" / "eval" / "final", root / "metrics" / "final", params=params, root=root)
+
+
+def write_repair(root: Path) -> dict:
+    """``metrics/repair.json`` in the repair stage's before/after layout and ``metrics/repair/curves.tsv``."""
+    def m(rec: int, fails: int, turns: list[float]) -> dict:
+        return {"accepted@1": turns[0], "final_accepted": turns[-1], "first_turn_failures": fails, "recovered": rec,
+                "recovery_rate": rec / fails, "accepted_at_turn": turns, "mean_turns": 1.5, "n": 14, "turns": 3,
+                "judge_s": 0.5, "sandbox_errors": 0, "tokens_per_solved": 30.0}
+
+    rep = {"synthetic": m(3, 4, [0.71, 0.86, 0.93]),
+           "before": {"synthetic": m(1, 4, [0.71, 0.79, 0.79])},
+           "training": {"engine": "local", "steps": 10, "train_runtime_s": 12.5, "stage_wall_s": 40.1},
+           "protocol": {"backend": "hf", "mode": "repair", "model": "models/repair", "turns": 3,
+                        "input_model": "models/grpo/seed-1"}}
+    (root / "metrics").mkdir(parents=True, exist_ok=True)
+    (root / "metrics" / "repair.json").write_text(json.dumps(rep, indent=2))
+    write_tsv(root / "metrics" / "repair" / "curves.tsv",
+              {"step": [1, 2, 3], "reward_mean": [0.2, 0.4, 0.5], "recovery_rate": [0.25, 0.5, 0.75]})
+    return rep
+
+
+def write_complete_tree(root: Path) -> Path:
+    """:func:`write_full_tree` plus the final eval (:func:`write_final_tree`) and repair (:func:`write_repair`)."""
+    write_full_tree(root)
+    write_final_tree(root)
+    write_repair(root)
+    return root

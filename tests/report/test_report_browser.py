@@ -42,11 +42,11 @@ def _chromium(args: list[str], tmp: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> tuple[Path, int]:
     pytest.importorskip("matplotlib")
-    from conftest import write_full_tree
+    from conftest import write_complete_tree
 
     from rlvr.report import ReportParams, build_report
 
-    root = write_full_tree(tmp_path_factory.mktemp("browser"))
+    root = write_complete_tree(tmp_path_factory.mktemp("browser"))  # every section, final eval and repair included
     out = root / "reports" / "index.html"
     summary = build_report(ReportParams(bootstrap=100), root / "metrics", root / "data", out)
     return out, summary["charts"]
@@ -61,7 +61,7 @@ def test_page_loads_charts_render_no_console_errors(page, tmp_path):
     m = re.search(r'data-probe="([^"]*)"', res.stdout)
     assert m, f"page did not finish loading; stderr: {res.stderr[-2000:]}"
     probe = json.loads(html_lib.unescape(m.group(1)))
-    assert probe["sections"] >= 4
+    assert probe["sections"] >= 6
     assert probe["n"] == n_charts >= 10
     assert probe["ok"] == probe["n"] and all(w > 0 for w in probe["widths"])
     console = [ln for ln in res.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]

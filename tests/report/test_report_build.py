@@ -93,8 +93,11 @@ def test_empty_pipeline_says_not_run(tmp_path):
     summary = build_report(CFG, tmp_path / "metrics", tmp_path / "data", tmp_path / "index.html")
     html = (tmp_path / "index.html").read_text(encoding="utf-8")
     assert summary["charts"] == 0 and summary["phases"] == []
-    assert html.count('class="status-notrun">not run:') == 4
+    assert html.count('class="status-notrun">not run:') == 6
     assert "governance (metrics/governance.json)" in summary["not_run"]
+    assert "eval, the final Dev/Test evaluation (metrics/final/eval.json)" in summary["not_run"]
+    assert "not run: the eval stage has not run (metrics/final/eval.json)" in html
+    assert "not run: repair has not run (metrics/repair.json)" in html
     assert "<html" in html and "</html>" in html
 
 
@@ -139,3 +142,79 @@ def test_stage_cli(tmp_path, monkeypatch):
     (tmp_path / "params.yaml").write_text("report:\n  bootstrapp: 50\n")
     res = CliRunner().invoke(mod.main, [])
     assert res.exit_code != 0 and "report.bootstrapp" in str(res.exception)
+
+
+def _section(html: str, sid: str) -> str:
+    start = html.index(f'<section id="{sid}">')
+    return html[start: html.index("</section>", start)].replace("\n", "")
+
+
+@pytest.fixture(scope="module")
+def complete(tmp_path_factory) -> tuple[Path, dict, str]:
+    from conftest import write_complete_tree
+
+    root = write_complete_tree(tmp_path_factory.mktemp("complete"))
+    summary = build_report(CFG, root / "metrics", root / "data", root / "reports" / "index.html")
+    return root, summary, (root / "reports" / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_final_eval_section_shows_metrics_final_numbers(complete):
+    root, summary, html = complete
+    assert summary["final_phases"] == ["baseline", "sft", "dpo", "grpo_seed1", "grpo_seed2"]
+    assert html.index('<section id="final">') < html.index('<section id="quality">')
+    sec = _section(html, "final")
+    # every phase x dataset row carries the value and the CI the eval stage wrote (not recomputed)
+    for phase in summary["final_phases"]:
+        m = json.loads((root / "metrics" / "final" / f"eval_{phase}.json").read_text())
+        for ds, role in (("heval", "test"), ("syn", "dev")):
+            ci = m[ds]["ci"]["accepted@1"]
+            row = re.search(rf'<td class="text">{ds}</td><td class="text">{role}</td><td class="text">{phase}</td>'
+                            rf"<td>(\d+)</td><td>([0-9.]+) \[([0-9.]+), ([0-9.]+)\]</td>", sec)
+            assert row, f"final row {ds}/{phase} missing"
+            n, v, lo, hi = int(row[1]), *map(float, row.groups()[1:])
+            assert n == m[ds]["dataset"]["n_problems"]
+            assert (v, lo, hi) == pytest.approx((ci["value"], ci["lo"], ci["hi"]), abs=1e-3)
+    base = json.loads((root / "metrics" / "final" / "eval_baseline.json").read_text())
+    best = json.loads((root / "metrics" / "final" / "eval_grpo_seed2.json").read_text())
+    assert base["heval"]["accepted@1"] == pytest.approx(0.2) and best["heval"]["accepted@1"] == 1.0  # real spread
+    assert re.search(r'<td class="text">syn</td><td class="text">dev</td><td class="text">grpo_seed1</td>'
+                     r"<td>12</td><td>[^<]+</td><td>[^<]+</td><td>([0-9.]+) \[", sec)  # pass@2 with CI on syn
+    # seeds: mean ± std from metrics/final/eval.json → seeds
+    s = json.loads((root / "metrics" / "final" / "eval.json").read_text())["seeds"]["grpo"]["heval"]["accepted@1"]
+    assert s["n"] == 2 and s["std"] > 0
+    row = re.search(r'<td class="text">heval</td><td class="text">test</td><td class="text">grpo</td><td>2</td>'
+                    r"<td>([0-9.]+) ± ([0-9.]+)</td>", sec)
+    assert row and float(row[1]) == pytest.approx(s["mean"], abs=1e-3)
+    assert float(row[2]) == pytest.approx(s["std"], rel=0.02)
+    # headline, not-run phases, EVAL@budget, flips from data/eval/final per-task arrays, protocol
+    assert "Headline: grpo" in sec and "Phases without a model (not run): repair." in sec
+    assert "EVAL@budget accepted@1" in sec and "≤ 25 generated tokens" in sec
+    assert '<td class="text">heval</td><td class="text">baseline → sft</td>' in sec
+    assert "Final eval across seeds" in sec and "fake-judge/1" in sec
+    assert len(re.findall(r'alt="bar chart of final-eval (accepted@1|pass@2) with confidence intervals"', sec)) == 2
+
+
+@pytest.mark.slow
+def test_repair_section_before_after(complete):
+    _, _, html = complete
+    sec = _section(html, "repair")
+    row = re.search(r'<td class="text">recovery_rate</td><td>([0-9.]+)</td><td>([0-9.]+)</td><td>([0-9.]+)</td>', sec)
+    assert row and tuple(map(float, row.groups())) == pytest.approx((0.25, 0.75, 0.5))
+    assert "synthetic: repair before vs after training" in sec
+    assert 'alt="accepted rate vs turn per dataset"' in sec and "bar chart of repair recovery rate" in sec
+    assert "Repair training" in sec and "models/grpo/seed-1" in sec
+    assert "training curves of repair" in _section(html, "stability")  # metrics/repair/curves.tsv
+
+
+def test_repair_section_tolerates_missing_keys(tmp_path):
+    from rlvr.report.build import repair_section
+    from rlvr.report.collect import collect
+
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "repair.json").write_text(json.dumps({"mbpp": {"recovery_rate": 0.0, "n": 20}}))
+    sec = repair_section(collect(tmp_path / "metrics", tmp_path / "data"), CFG)
+    titles = [b.get("title") for b in sec["blocks"]]
+    # no before/training/protocol/accepted_at_turn: only what exists
+    assert titles == ["mbpp: repair", "Repair: recovery rate and final accepted"]
+    assert [c["v"] for c in sec["blocks"][0]["rows"][0]] == ["recovery_rate", "0"]
