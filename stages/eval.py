@@ -2,9 +2,11 @@
 protocol (EVAL@1 greedy, EVAL@k pass@k, EVAL@budget; :mod:`rlvr.eval.final`). The only stage allowed to score Test.
 
 Reads ``params.yaml`` sections ``eval`` (:class:`rlvr.eval.final.EvalParams`) and ``governance`` (dataset roles), the
-governed problems and ``models/*``. Writes ``metrics/eval_<phase>.json`` (GRPO seeds: ``eval_grpo_seed<n>.json``),
-the summary ``metrics/eval.json`` (phases not run, CIs, mean ± std over seeds) and ``data/eval/<phase>/`` (per-task
-arrays, samples, resumable journals). Re-running resumes from the journals.
+governed problems and ``models/*``. Writes ``metrics/final/eval_<phase>.json`` (GRPO seeds:
+``eval_grpo_seed<n>.json``), the summary ``metrics/final/eval.json`` (phases not run, CIs, mean ± std over seeds, the
+``headline`` block of the phase named by ``eval.headline``) and ``data/eval/final/<phase>/`` (per-task arrays,
+samples, resumable journals). Re-running resumes from the journals; a re-run with nothing missing loads no model, so
+``dvc exp run -S eval.headline=dpo`` only re-summarises.
 
     python stages/eval.py [--params params.yaml]
 """
@@ -26,8 +28,8 @@ from rlvr.judge.client import get_judge
 @click.command()
 @click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
 @click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out-dir", default="data/eval", show_default=True, type=click.Path(path_type=Path))
-@click.option("--metrics-dir", default="metrics", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out-dir", default="data/eval/final", show_default=True, type=click.Path(path_type=Path))
+@click.option("--metrics-dir", default="metrics/final", show_default=True, type=click.Path(path_type=Path))
 def main(params_path: str, problems_dir: Path, out_dir: Path, metrics_dir: Path) -> None:
     """Score every phase's model that exists on disk; list the others as not run."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
@@ -50,6 +52,9 @@ def main(params_path: str, problems_dir: Path, out_dir: Path, metrics_dir: Path)
         click.echo(f"{phase}: " + ", ".join(f"{d}={m.get('accepted@1')}" for d, m in dsets.items()))
     if summary["not_run"]:
         click.echo(f"not run: {', '.join(summary['not_run'])}")
+    if summary.get("headline"):
+        click.echo(f"headline ({summary['headline']['phase']}): " + ", ".join(
+            f"{d}={m.get('accepted@1')}" for d, m in summary["headline"].items() if isinstance(m, dict)))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Stage ``report``: one self-contained HTML page from every metrics file the pipeline has written so far.
 
 Reads ``params.yaml`` section ``report`` (:class:`rlvr.report.ReportParams`: bootstrap resamples, seed, alpha, phase
-order), ``metrics/*.json``, ``metrics/<stage>/**/*.tsv``, the per-task arrays ``data/<phase>/per_task/*.json`` and
+order), ``metrics/*.json``, ``metrics/<stage>/**/*.tsv``, the final eval's ``metrics/final/*.json``, the per-task
+arrays ``data/<phase>/per_task/*.json`` and ``data/eval/final/<phase>/per_task/*.json``, and
 ``data/governance/audit.md``. Writes ``reports/index.html`` (no network needed to view it: charts are inline SVG)
 and ``reports/params.resolved.json``. Stages that have not run show as "not run".
 
