@@ -25,11 +25,17 @@ from rlvr.data.errors import DataError
 __all__ = [
     "BUNDLED",
     "DEFAULT_VERSIONS",
+    "ID_FIELDS",
     "BundledDataset",
     "BundledFile",
+    "decode_utf8",
     "default_raw_dir",
     "iter_records",
+    "non_utf8_error",
     "parse_spec",
+    "read_id_list",
+    "read_text_utf8",
+    "record_id",
     "resolve",
     "sha256_file",
     "verify_sha256",
@@ -49,8 +55,9 @@ class BundledFile:
 
 @dataclass(frozen=True)
 class BundledDataset:
-    """A dataset (one version): its files, auxiliary files (not records, e.g. reference-check results) and the key of
-    its normaliser in :data:`rlvr.data.loaders.NORMALISERS`."""
+    """A dataset (one version): its files, auxiliary files (not records: ``reference_check`` results, ``ids`` = the
+    committed id list of a fixed subset such as ``mbpp_reg``) and the key of its normaliser in
+    :data:`rlvr.data.loaders.NORMALISERS`."""
 
     name: str
     version: str | None
@@ -83,6 +90,11 @@ _DATASETS: list[BundledDataset] = [
     _ds("mbpp", None, "mbpp",
         [BundledFile("mbpp/mbpp.jsonl", "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f", 974)],
         license="CC-BY-4.0", origin="deepseek-ai/DeepSeek-Coder@2f9fd859 Evaluation/MBPP/data/mbpp.jsonl"),
+    _ds("mbpp_reg", None, "mbpp_reg",
+        [BundledFile("mbpp/mbpp.jsonl", "ccf64ceae9c5403bf50a044cb6d505bfd2a2963ee58338ba268fd65beab92a9f", 974)],
+        aux={"ids": BundledFile("mbpp/mbpp_reg_ids.txt",
+                                "e3122e1aaa8c69b9aff2cf4ff62efb9a1fc78fe270632c24ea67d6cb9ed5537c", 100)},
+        license="CC-BY-4.0", origin="MBPP (as `mbpp`) restricted to the committed id list mbpp/mbpp_reg_ids.txt"),
     _ds("mbpp_sanitized", None, "mbpp_sanitized",
         [BundledFile("mbpp/sanitized-mbpp.json",
                      "ca95deaa9a01ef0a6f439f88bcf0dd3db3563d22f22aad6cae04ebb9a8d8c8e9", 427)],
@@ -181,16 +193,119 @@ def verify_sha256(path: str | Path, expected: str) -> None:
         raise DataError(f"{path}: sha256 mismatch: expected {expected}, actual {actual}")
 
 
+#: Record fields that hold a record's own id, in the order tried when an error message names the record.
+ID_FIELDS = ("task_id", "id", "name", "question_id")
+
+
+def record_id(rec: Any) -> str | None:
+    """The record's own id for error messages: the first of :data:`ID_FIELDS` present in ``rec`` (``None`` when
+    ``rec`` is not a dict or has none). Undecodable bytes show as ``\\xNN`` escapes."""
+    if not isinstance(rec, dict):
+        return None
+    for key in ID_FIELDS:
+        if rec.get(key) is not None:
+            return _printable(str(rec[key]))
+    return None
+
+
+def _printable(s: str) -> str:
+    """``s`` with lone surrogates (``surrogateescape``-decoded bytes) written as ``\\xNN`` escapes."""
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def _surrogate_path(value: Any, path: str = "") -> str | None:
+    """Dotted path (``test_list[2]``, ``meta.title``) of the first string in ``value`` holding a lone surrogate (an
+    undecodable byte under ``surrogateescape``), or ``None``."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or "<value>"
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            key = _printable(str(k))
+            if (found := _surrogate_path(key, f"{path}.<key>" if path else "<key>")) is not None:
+                return found
+            if (found := _surrogate_path(v, f"{path}.{key}" if path else key)) is not None:
+                return found
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if (found := _surrogate_path(v, f"{path}[{i}]")) is not None:
+                return found
+    return None
+
+
+def non_utf8_error(where: str, raw: bytes, exc: UnicodeDecodeError, rec: Any = None) -> DataError:
+    """The :class:`DataError` for undecodable bytes: ``"<where>: non-UTF-8 bytes b'\\xff' at byte <offset> …"``,
+    plus the record's id (:func:`record_id`) and the field holding the bytes when ``rec`` (the record parsed with
+    ``surrogateescape``) is given. ``raw``/``exc`` are the bytes and the decode error of that record or line; the
+    offset is 0-based within ``raw``."""
+    bad = raw[exc.start : min(exc.end, exc.start + 8)]
+    msg = f"{where}: non-UTF-8 bytes {bad!r} at byte {exc.start} ({exc.reason})"
+    rid = record_id(rec)
+    if rid is not None:
+        msg += f", record id {rid!r}"
+    field_path = _surrogate_path(rec) if rec is not None else None
+    if field_path is not None:
+        msg += f", field '{field_path}'"
+    return DataError(msg)
+
+
+def decode_utf8(raw: bytes, where: str) -> str:
+    """``raw`` decoded as UTF-8.
+
+    Raises :class:`DataError` from :func:`non_utf8_error` naming ``where`` (the file, or ``file:line``), the offending
+    bytes and their offset, and, when the text still parses as JSON with the bad bytes escaped, the record id and
+    field."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        try:
+            rec = json.loads(raw.decode("utf-8", "surrogateescape"))
+        except ValueError:
+            rec = None
+        raise non_utf8_error(where, raw, exc, rec if isinstance(rec, dict) else None) from exc
+
+
+def read_text_utf8(path: str | Path) -> str:
+    """Whole file ``path`` (``.gz`` transparently) as UTF-8 text. Raises :class:`DataError` naming the file, the line
+    (1-based) and, for a JSON array, the record index and id of the first undecodable byte."""
+    path = Path(path)
+    raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        line_start = raw.rfind(b"\n", 0, exc.start) + 1
+        where, rec = f"{path}:{line}", None
+        try:
+            data = json.loads(raw.decode("utf-8", "surrogateescape"))
+        except ValueError:
+            data = None
+        if isinstance(data, list):
+            idx = next((i for i, r in enumerate(data, 1) if _surrogate_path(r) is not None), None)
+            if idx is not None:
+                where, rec = f"{path}:{line} (record {idx})", data[idx - 1]
+        elif isinstance(data, dict):
+            rec = data
+        shifted = UnicodeDecodeError(exc.encoding, exc.object, exc.start - line_start, exc.end - line_start,
+                                     exc.reason)
+        raise non_utf8_error(where, raw[line_start:], shifted, rec) from exc
+
+
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, record)`` from a JSONL file (``.gz`` transparently) or, for ``*.json``, a JSON array
     (the "line" is then the 1-based record index).
 
-    Blank lines are skipped. Raises :class:`DataError` naming the file and line on malformed JSON or a record that is
-    not a JSON object."""
+    Blank lines are skipped. Raises :class:`DataError` naming the file and line on malformed JSON, on a record that is
+    not a JSON object, and on bytes that are not UTF-8 (then also the byte offset in the line, the record's id and the
+    field when the line still parses; :func:`decode_utf8`)."""
     path = Path(path)
     if path.suffix == ".json":
+        text = read_text_utf8(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}:{exc.lineno}: malformed JSON: {exc.msg}") from exc
         if not isinstance(data, list):
@@ -201,8 +316,9 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield i, rec
         return
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with opener(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = decode_utf8(raw, f"{path}:{lineno}")
             if not line.strip():
                 continue
             try:
@@ -212,3 +328,27 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(rec, dict):
                 raise DataError(f"{path}:{lineno}: record is not a JSON object")
             yield lineno, rec
+
+
+def read_id_list(path: str | Path) -> list[int]:
+    """Integer ids of a committed id-list file: one id per line; ``#`` starts a comment (header), blank lines are
+    skipped. Raises :class:`DataError` naming the file and line of a non-integer, a repeated id or undecodable bytes,
+    and naming the file when it holds no id."""
+    path = Path(path)
+    ids: list[int] = []
+    seen: set[int] = set()
+    for lineno, line in enumerate(read_text_utf8(path).splitlines(), 1):
+        body = line.split("#", 1)[0].strip()
+        if not body:
+            continue
+        try:
+            n = int(body)
+        except ValueError as exc:
+            raise DataError(f"{path}:{lineno}: not an integer id: {body!r}") from exc
+        if n in seen:
+            raise DataError(f"{path}:{lineno}: id {n} listed twice")
+        seen.add(n)
+        ids.append(n)
+    if not ids:
+        raise DataError(f"{path}: no ids listed")
+    return ids

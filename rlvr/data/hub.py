@@ -8,6 +8,7 @@ dataset            Hub id                           config      record fields us
 =================  ===============================  ==========  ==================================================
 humaneval          openai/openai_humaneval          –           task_id, prompt, canonical_solution, test, entry_point
 mbpp               google-research-datasets/mbpp    full        task_id, text, code, test_list, test_setup_code, …
+mbpp_reg           google-research-datasets/mbpp    full        as mbpp; only the ids of data/raw/mbpp/mbpp_reg_ids.txt
 mbpp_sanitized     google-research-datasets/mbpp    sanitized   task_id, prompt, code, test_imports, test_list
 humanevalplus      evalplus/humanevalplus           –           task_id, prompt, canonical_solution, entry_point, test
 mbppplus           evalplus/mbppplus                –           task_id, code, prompt, test_imports, test_list, test
@@ -30,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rlvr.data.bundled import parse_spec
+from rlvr.data.bundled import non_utf8_error, parse_spec
 from rlvr.data.errors import DataError
 from rlvr.data.loaders import (
     DEFAULT_TIME_LIMITS,
@@ -40,8 +41,11 @@ from rlvr.data.loaders import (
     _stdin,
     _str_list,
     _time_limit,
+    check_subset_complete,
+    mbpp_reg_ids,
     norm_humaneval,
     norm_mbpp,
+    norm_mbpp_reg,
     norm_mbpp_sanitized,
 )
 from rlvr.data.schema import AssertTest, Problem, StdioTest
@@ -129,17 +133,23 @@ def norm_codecontests_hub(rec: dict[str, Any], where: str, split: str | None, op
 @dataclass(frozen=True)
 class HubDataset:
     """Where a dataset lives on the Hub: ``path`` and ``config`` for ``datasets.load_dataset``, its ``splits``, and
-    the normaliser (same signature as :data:`rlvr.data.loaders.NORMALISERS`)."""
+    the normaliser (same signature as :data:`rlvr.data.loaders.NORMALISERS`; ``None`` = record not in the dataset).
+    ``id_list``: the dataset is a fixed subset selected by the committed id list of :mod:`rlvr.data.mbpp_reg` (read
+    from the repository, never the network); every Hub split is read and a ``splits`` filter applies to the
+    problems' own split."""
 
     path: str
     config: str | None
     splits: tuple[str, ...]
-    normaliser: Callable[[dict[str, Any], str, str | None, dict[str, Any]], Problem]
+    normaliser: Callable[[dict[str, Any], str, str | None, dict[str, Any]], Problem | None]
+    id_list: bool = False
 
 
 HUB: dict[str, HubDataset] = {
     "humaneval": HubDataset("openai/openai_humaneval", None, ("test",), norm_humaneval),
     "mbpp": HubDataset("google-research-datasets/mbpp", "full", ("train", "test", "validation", "prompt"), norm_mbpp),
+    "mbpp_reg": HubDataset("google-research-datasets/mbpp", "full", ("train", "test", "validation", "prompt"),
+                           norm_mbpp_reg, id_list=True),
     "mbpp_sanitized": HubDataset("google-research-datasets/mbpp", "sanitized",
                                  ("train", "test", "validation", "prompt"), norm_mbpp_sanitized),
     "humanevalplus": HubDataset("evalplus/humanevalplus", None, ("test",), norm_humanevalplus_hub),
@@ -151,12 +161,14 @@ HUB: dict[str, HubDataset] = {
 def load_hub(spec: str, *, splits: list[str] | None = None, options: dict[str, Any] | None = None) -> list[Problem]:
     """Load ``"name[:version]"`` from the Hub with ``datasets.load_dataset`` and normalise every record.
 
-    ``splits`` restricts the Hub splits read (default: all of :data:`HUB`'s). ``options`` as for
+    ``splits`` restricts the Hub splits read (default: all of :data:`HUB`'s; an ``id_list`` dataset reads all and
+    keeps the problems of ``splits`` in :func:`rlvr.data.loaders.load`). ``options`` as for
     :func:`rlvr.data.loaders.load_bundled`, plus ``revision`` (a Hub git revision/tag, passed through),
     ``include_generated`` and ``max_solutions`` (codecontests). The version of the spec is recorded in ``meta`` only.
 
-    Raises :class:`DataError` for a dataset without a Hub mapping or a bad record (``hub:<path>/<split>:<row>``);
-    network/Hub errors propagate from ``datasets``."""
+    Raises :class:`DataError` for a dataset without a Hub mapping, a bad record (``hub:<path>/<split>:<row>``), bytes
+    that are not UTF-8 (the split, the row when known, the record id and field for a ``bytes`` field), or a listed
+    id missing from the Hub data (``mbpp_reg``); other network/Hub errors propagate from ``datasets``."""
     import datasets  # imported here so that importing rlvr.data never loads it nor touches the network
 
     name, version = parse_spec(spec)
@@ -165,13 +177,39 @@ def load_hub(spec: str, *, splits: list[str] | None = None, options: dict[str, A
     hub = HUB[name]
     opts = dict(options or {})
     opts.setdefault("version", version)
+    if hub.id_list and "mbpp_reg_ids" not in opts:
+        opts["mbpp_reg_ids"] = mbpp_reg_ids()
     out: list[Problem] = []
-    for split in splits or list(hub.splits):
+    for split in (None if hub.id_list else splits) or list(hub.splits):
         kwargs: dict[str, Any] = {"split": split}
         if opts.get("revision"):
             kwargs["revision"] = opts["revision"]
-        ds = (datasets.load_dataset(hub.path, hub.config, **kwargs) if hub.config
-              else datasets.load_dataset(hub.path, **kwargs))
-        for i, rec in enumerate(ds, 1):
-            out.append(hub.normaliser(dict(rec), f"hub:{hub.path}/{split}:{i}", split, opts))
+        where = f"hub:{hub.path}/{split}"
+        i = 0
+        try:
+            ds = (datasets.load_dataset(hub.path, hub.config, **kwargs) if hub.config
+                  else datasets.load_dataset(hub.path, **kwargs))
+            for i, rec in enumerate(ds, 1):
+                p = hub.normaliser(_checked_record(dict(rec), f"{where}:{i}"), f"{where}:{i}", split, opts)
+                if p is not None:
+                    out.append(p)
+        except UnicodeDecodeError as exc:  # raised by the datasets reader on undecodable bytes in a data file
+            at = f"{where}:{i + 1}" if i else where
+            raise DataError(f"{at}: non-UTF-8 bytes {exc.object[exc.start:exc.start + 8]!r} at byte {exc.start} "
+                            f"({exc.reason})") from exc
+    if hub.id_list:
+        check_subset_complete(out, opts["mbpp_reg_ids"], f"hub:{hub.path} (ids: data/raw/mbpp/mbpp_reg_ids.txt)")
     return out
+
+
+def _checked_record(rec: dict[str, Any], where: str) -> dict[str, Any]:
+    """``rec`` unchanged, unless a field holds ``bytes`` that are not UTF-8: then :class:`DataError` naming ``where``,
+    the record id and the field. (Strings from ``datasets`` are decoded already; text with lone surrogates is removed
+    and listed by the governance stage's bad-data check.)"""
+    for key, val in rec.items():
+        if isinstance(val, bytes):
+            try:
+                val.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise non_utf8_error(where, val, exc, {**rec, key: val.decode("utf-8", "surrogateescape")}) from exc
+    return rec

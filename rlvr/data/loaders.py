@@ -13,6 +13,10 @@ own split. Per-dataset decisions (each mirrors how the benchmark's own harness j
   ``test_list`` line is one :class:`AssertTest`; ``test_setup_code`` → ``test_setup``. ``challenge_test_list`` is not
   part of the standard protocol: kept in ``meta['challenge_tests']`` and appended as tests only with
   ``include_challenge_tests=True``.
+* ``mbpp_reg`` (100) – the MBPP regression subset (role Dev): MBPP records whose ``task_id`` is in the committed list
+  ``data/raw/mbpp/mbpp_reg_ids.txt`` (rule and rationale: :mod:`rlvr.data.mbpp_reg`; no id of sanitized-MBPP or
+  MBPP+). Normalised as ``mbpp``, then ``id = "mbpp_reg/<task_id>"``, ``source = "mbpp_reg"``, ``split = "dev"``
+  (one split, whatever the native one, kept in ``meta['mbpp_split']``). Every listed id must be found.
 * ``mbpp_sanitized`` (427) – same splits; ``test_imports`` → ``test_setup`` (the imports the asserts need run after
   the solution and before the tests).
 * ``humanevalplus:v0.1.9|v0.1.10``, ``mbppplus:v0.1.0|v0.2.0`` – EvalPlus (Liu et al. 2023): call tests only,
@@ -58,16 +62,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rlvr.data.bundled import BundledDataset, default_raw_dir, iter_records, resolve, verify_sha256
+from rlvr.data.bundled import (
+    BundledDataset,
+    default_raw_dir,
+    iter_records,
+    read_id_list,
+    read_text_utf8,
+    resolve,
+    verify_sha256,
+)
 from rlvr.data.errors import DataError
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
 from rlvr.data.tolerance import statement_float_tolerance
 
 __all__ = [
     "DEFAULT_TIME_LIMITS",
+    "MBPP_REG_SPLIT",
     "NORMALISERS",
+    "check_subset_complete",
     "load",
     "load_bundled",
+    "mbpp_reg_ids",
     "mbpp_split",
     "mbppplus_restore_inputs",
 ]
@@ -77,6 +92,7 @@ __all__ = [
 DEFAULT_TIME_LIMITS: dict[str, float] = {
     "humaneval": 10.0,
     "mbpp": 6.0,
+    "mbpp_reg": 6.0,
     "mbpp_sanitized": 6.0,
     "humanevalplus": 6.0,
     "mbppplus": 6.0,
@@ -218,6 +234,49 @@ def norm_mbpp(rec: dict[str, Any], where: str, split: str | None, opts: dict[str
         time_limit_s=_time_limit("mbpp", opts.get("time_limit_s")), solutions=[code],
         meta={"task_id": tid, "challenge_tests": challenge},
     )
+
+
+#: Split of every ``mbpp_reg`` problem.
+MBPP_REG_SPLIT = "dev"
+
+
+def norm_mbpp_reg(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem | None:
+    """Full-MBPP record → ``mbpp_reg`` Problem when its ``task_id`` is in ``opts['mbpp_reg_ids']`` (the committed id
+    list, required), else ``None`` (not part of the subset). Raises :class:`DataError` without the id list."""
+    ids = opts.get("mbpp_reg_ids")
+    if ids is None:
+        raise DataError(f"{where}: mbpp_reg: no id list given (options['mbpp_reg_ids'])")
+    tid = _int_id(rec, where)
+    if tid not in ids:
+        return None
+    p = norm_mbpp(rec, where, None, opts)
+    p.id = f"mbpp_reg/{tid}"
+    p.source = "mbpp_reg"
+    p.meta["mbpp_split"] = p.split
+    p.split = MBPP_REG_SPLIT
+    p.time_limit_s = _time_limit("mbpp_reg", opts.get("time_limit_s"))
+    return p
+
+
+def mbpp_reg_ids(raw_dir: str | Path | None = None, *, verify: bool = True) -> frozenset[int]:
+    """The committed ``mbpp_reg`` id list (``data/raw/mbpp/mbpp_reg_ids.txt``, sha256-verified with ``verify``).
+    Raises :class:`DataError` (missing file, sha256 mismatch, bad line: file and line)."""
+    aux = resolve("mbpp_reg").aux["ids"]
+    path = (Path(raw_dir) if raw_dir is not None else default_raw_dir()) / aux.path
+    if verify:
+        verify_sha256(path, aux.sha256)
+    ids = read_id_list(path)
+    if len(ids) != aux.records:
+        raise DataError(f"{path}: {len(ids)} ids listed, the registry expects {aux.records}")
+    return frozenset(ids)
+
+
+def check_subset_complete(problems: list[Problem], ids: frozenset[int], where: str) -> None:
+    """Raise :class:`DataError` naming ``where`` (the id file) and the missing ids unless every id of ``ids`` gave a
+    problem (``meta['task_id']``)."""
+    missing = sorted(ids - {int(p.meta["task_id"]) for p in problems})
+    if missing:
+        raise DataError(f"{where}: {len(missing)} listed ids not found in the data: {missing[:20]}")
 
 
 def norm_mbpp_sanitized(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
@@ -553,10 +612,12 @@ def norm_apps(rec: dict[str, Any], where: str, split: str | None, opts: dict[str
     )
 
 
-#: normaliser key (``BundledDataset.loader``) → function(record, where, split, options) -> Problem.
-NORMALISERS: dict[str, Callable[[dict[str, Any], str, str | None, dict[str, Any]], Problem]] = {
+#: normaliser key (``BundledDataset.loader``) → function(record, where, split, options) -> Problem, or ``None`` for a
+#: record outside a fixed subset (``mbpp_reg``).
+NORMALISERS: dict[str, Callable[[dict[str, Any], str, str | None, dict[str, Any]], Problem | None]] = {
     "humaneval": norm_humaneval,
     "mbpp": norm_mbpp,
+    "mbpp_reg": norm_mbpp_reg,
     "mbpp_sanitized": norm_mbpp_sanitized,
     "humanevalplus": norm_humanevalplus,
     "mbppplus": norm_mbppplus,
@@ -592,9 +653,11 @@ def load_bundled(
         if verify:
             verify_sha256(path, aux.sha256)
         try:
-            opts["reference_check"] = json.loads(path.read_text(encoding="utf-8"))["per_problem"]
+            opts["reference_check"] = json.loads(read_text_utf8(path))["per_problem"]
         except (json.JSONDecodeError, KeyError) as exc:
             raise DataError(f"{path}: field 'per_problem': missing or malformed JSON") from exc
+    if "ids" in ds.aux and "mbpp_reg_ids" not in opts:
+        opts["mbpp_reg_ids"] = mbpp_reg_ids(root, verify=verify)
     norm = NORMALISERS[ds.loader]
     out: list[Problem] = []
     for f in ds.files:
@@ -602,7 +665,11 @@ def load_bundled(
         if verify:
             verify_sha256(path, f.sha256)
         for lineno, rec in iter_records(path):
-            out.append(norm(rec, f"{path}:{lineno}", f.split, opts))
+            p = norm(rec, f"{path}:{lineno}", f.split, opts)
+            if p is not None:
+                out.append(p)
+    if "ids" in ds.aux:
+        check_subset_complete(out, opts["mbpp_reg_ids"], str(root / ds.aux["ids"].path))
     return _unique_ids(out)
 
 

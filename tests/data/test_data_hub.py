@@ -94,7 +94,7 @@ def test_evalplus_hub(fake_hub):
 def test_unknown_hub_dataset():
     with pytest.raises(DataError, match="no Hub mapping"):
         load_hub("leetcode_contest")
-    assert set(HUB) == {"humaneval", "mbpp", "mbpp_sanitized", "humanevalplus", "mbppplus", "codecontests"}
+    assert set(HUB) == {"humaneval", "mbpp", "mbpp_reg", "mbpp_sanitized", "humanevalplus", "mbppplus", "codecontests"}
 
 
 def test_bad_hub_record_names_location(fake_hub, monkeypatch):

@@ -12,6 +12,7 @@ from rlvr.data.bundled import resolve
 from rlvr.data.errors import DataError
 from rlvr.data.loaders import load, load_bundled, mbpp_split, mbppplus_restore_inputs
 from rlvr.data.schema import AssertTest, CallTest, StdioTest
+from rlvr.data.tolerance import statement_float_tolerance
 from rlvr.judge.literal import parse_literal
 
 
@@ -23,6 +24,7 @@ def _load(spec):
 COUNTS = {
     "humaneval": {"test": 164},
     "mbpp": {"prompt": 10, "test": 500, "validation": 90, "train": 374},
+    "mbpp_reg": {"dev": 100},
     "mbpp_sanitized": {"test": 257, "train": 120, "validation": 43, "prompt": 7},
     "humanevalplus:v0.1.9": {"test": 164},
     "humanevalplus:v0.1.10": {"test": 164},
@@ -129,7 +131,9 @@ def test_codecontests_stdio_and_reference_check():
     assert all(isinstance(t, StdioTest) and t.stdin.endswith("\n") for p in ps for t in p.tests)
     assert sum(len(p.tests) for p in ps) == 2999
     assert sum(p.meta["reference_passes"] for p in ps) == 258
-    assert all(p.float_tolerance is None and p.meta["reference_float_tolerance"] == 1e-6 for p in ps)
+    # tolerance as the statement declares it (rlvr.data.tolerance); the reference check's 1e-6 kept in meta
+    assert all(p.float_tolerance == statement_float_tolerance(p.statement) for p in ps)
+    assert all(p.meta["reference_float_tolerance"] == 1e-6 for p in ps)
 
 
 def test_apps_mapcoder_protocol():
