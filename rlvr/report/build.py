@@ -229,7 +229,10 @@ def final_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
     blocks += [text(n, "note") for n in notes]
 
     head = summ.get("headline")
-    if isinstance(head, dict) and head.get("phase"):
+    if isinstance(head, dict) and head.get("not_run"):
+        blocks.append(text(f"Headline (eval.headline = {head.get('phase')}): that phase has not run.",
+                           "status-notrun"))
+    elif isinstance(head, dict) and head.get("phase"):
         hds = {k: v for k, v in head.items() if isinstance(v, dict)}
         hks = sorted({k for v in hds.values() for k in v if k.startswith("pass@") and k[5:].isdigit()},
                      key=lambda k: int(k[5:]))

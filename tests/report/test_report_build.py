@@ -218,3 +218,17 @@ def test_repair_section_tolerates_missing_keys(tmp_path):
     # no before/training/protocol/accepted_at_turn: only what exists
     assert titles == ["mbpp: repair", "Repair: recovery rate and final accepted"]
     assert [c["v"] for c in sec["blocks"][0]["rows"][0]] == ["recovery_rate", "0"]
+
+
+def test_final_section_headline_of_a_phase_not_run(tmp_path):
+    from rlvr.report.build import final_section
+    from rlvr.report.collect import collect
+
+    (tmp_path / "metrics" / "final").mkdir(parents=True)
+    (tmp_path / "metrics" / "final" / "eval.json").write_text(json.dumps(
+        {"phases": {}, "not_run": ["repair"], "seeds": {}, "headline": {"phase": "repair", "not_run": True}}))
+    col = collect(tmp_path / "metrics", tmp_path / "data")
+    assert col.final_summary is not None and col.final_phases == []
+    texts = [b["text"] for b in final_section(col, CFG)["blocks"] if b["kind"] == "text"]
+    assert texts == ["Phases without a model (not run): repair.",
+                     "Headline (eval.headline = repair): that phase has not run."]
