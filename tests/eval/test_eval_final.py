@@ -253,3 +253,12 @@ def test_rerun_with_everything_journaled_loads_no_model_and_writes_headline(tmp_
     # only the headline differs, so `dvc exp diff` between the two runs lists just the headline keys
     assert {p.name: p.read_text() for p in (tmp_path / "metrics").glob("eval_*.json")} == phase_files
     assert {k: v for k, v in again.items() if k != "headline"} == {k: v for k, v in first.items() if k != "headline"}
+
+
+def test_role_of_a_dataset_governance_does_not_list_comes_from_its_split(tmp_path):
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)  # split "dev", not in governance.datasets
+    _model(tmp_path / "models" / "base")
+    cfg = EvalParams(datasets=[{"name": "syn"}], n=1, ks=[1], bootstrap=10, tuning_stages=[], headline=None)
+    summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data", tmp_path / "metrics",
+                       params={}, root=tmp_path)
+    assert summary["phases"]["baseline"]["syn"]["role"] == "dev" and "headline" not in summary
