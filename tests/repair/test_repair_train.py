@@ -17,6 +17,7 @@ from rlvr.train.local.repair import (
     collect_repair_contexts,
     repair_rows,
     turn_penalty_reward,
+    warmup_rows,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +51,19 @@ def test_first_turn_success_gives_no_context_and_cap_per_problem():
     assert [c.turn for c in contexts] == [2]
 
 
+def test_feedback_can_restate_the_prompt_and_warmup_rows_target_the_reference():
+    p = _problem("t/9").model_copy(update={"solutions": ["print('FIXED')"]})
+    cfg = EnvConfig(turns=2, feedback_template="expected {expected} got {actual}\n\n{prompt}")
+    contexts, _ = collect_repair_contexts([p], Scripted([BAD]), FakeJudge(), cfg, 1, 1.0)
+    feedback = contexts[0].chat()[-1]["content"]
+    assert feedback.startswith("expected OUT_0_t/9 got wrong") and feedback.endswith(contexts[0].chat()[0]["content"])
+    assert "HID_" not in feedback
+    rows = warmup_rows(contexts)
+    assert rows == [{"prompt": contexts[0].chat(),
+                     "completion": [{"role": "assistant", "content": "```python\nprint('FIXED')\n```"}]}]
+    assert warmup_rows(collect_repair_contexts([_problem()], Scripted([BAD]), FakeJudge(), cfg, 1, 1.0)[0]) == []
+
+
 def test_turn_penalty_reward():
     f = turn_penalty_reward(0.1)
     assert f(completions=["a", "b"], turn=[2, 3]) == pytest.approx([-0.1, -0.2])
@@ -75,12 +89,14 @@ def test_one_real_repair_training_step(tmp_path, judge, monkeypatch):
     model = build_tiny_model(tmp_path / "m", corpus_texts(problems), hidden_size=32, layers=1, heads=2, kv_heads=1,
                              intermediate_size=64)
     policy = Scripted([completion_for("print(0)")])  # always wrong: every problem fails
-    cfg = RepairTrainParams(max_steps=1, num_generations=2, per_device_train_batch_size=2, rollout_samples=1)
+    cfg = RepairTrainParams(max_steps=1, num_generations=2, per_device_train_batch_size=2, rollout_samples=1,
+                            warmup_epochs=1)
     common = TrainCommon(max_completion_length=8, report_to=["none"], logging_steps=1)
     out = tmp_path / "out"
     m = run_repair_training(cfg, EnvConfig(turns=2, turn_penalty=0.1), common, model, problems, judge, out,
                             tmp_path / "curves.tsv", gen=policy)
     assert m["steps"] == 1 and not m["skipped"] and m["rollouts"]["contexts"] == len(problems)
+    assert m["warmup"]["rows"] == len(problems) and m["warmup"]["steps"] >= 1
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
     header, *rows = (tmp_path / "curves.tsv").read_text().splitlines()
     assert "reward_mean" in header and "turn_penalty" in header and rows

@@ -14,7 +14,13 @@ prefixes of the policy's own episodes) is used instead:
    where an episode continues (an answer failed the *visible* tests, the judge answered with feedback) gives a
    *repair context*: the conversation so far (problem, the policy's own failed attempt(s), judge feedback), at
    turn ``t`` ≥ 2. Identical contexts are kept once; at most ``max_contexts_per_problem`` per problem (first ones).
-2. **GRPO** (:func:`run_repair_training`): prompt = a repair context, completion = the next attempt, reward =
+2. **Warm start** (optional, ``warmup_epochs`` > 0): a policy that has only seen single-turn prompts may answer a
+   multi-turn context with garbage, so that every sampled next attempt scores 0 and GRPO has no signal (measured on
+   the smoke profile's SFT model: 0 of 57 repair contexts solved, greedy or sampled). A few supervised epochs on
+   (repair context → the problem's reference solution), TRAIN problems only, teach the format of a repair turn
+   (expert iteration / the SFT stage of RLEF-style pipelines); the reference is the training data's own, never a
+   hidden test, and dev problems are never seen.
+3. **GRPO** (:func:`run_repair_training`): prompt = a repair context, completion = the next attempt, reward =
    1[the attempt passes the *hidden* tests] (the ``sparse`` judge reward of :mod:`rlvr.reward.trl` on a problem
    holding the hidden tests only) minus ``turn_penalty`` × (t − 1) feedback turns used (:func:`turn_penalty_reward`;
    the same per-turn penalty as :func:`rlvr.repair.trl_env.make_repair_reward`). Hidden tests are only in the
@@ -54,7 +60,7 @@ if TYPE_CHECKING:
     from rlvr.repair.env import EnvConfig
 
 __all__ = ["REPAIR_CURVES", "RepairContext", "RepairTrainParams", "collect_repair_contexts", "repair_rows",
-           "run_repair_training", "turn_penalty_reward"]
+           "run_repair_training", "turn_penalty_reward", "warmup_rows"]
 
 REPAIR_CURVES = {**GRPO_CURVES, "turn_penalty": "rewards/turn_penalty/mean"}
 
@@ -67,6 +73,8 @@ class RepairTrainParams(GRPOParams):
         rollout_temperature / rollout_top_p: sampling of those episodes (> 0: the policy must make mistakes).
         rollout_max_new_tokens: generated-token cap per answer in the rollouts.
         max_contexts_per_problem: cap on distinct repair contexts kept per problem (0 = no cap).
+        warmup_epochs: epochs of the supervised warm start on the repair contexts (0 = none; module doc, step 2).
+        warmup_learning_rate: its learning rate.
     ``max_steps: 0`` skips training: the input model is published unchanged (``metrics.skipped``)."""
 
     max_steps: int = Field(-1, ge=-1)
@@ -75,6 +83,8 @@ class RepairTrainParams(GRPOParams):
     rollout_top_p: float = Field(1.0, gt=0, le=1)
     rollout_max_new_tokens: int = Field(64, gt=0)
     max_contexts_per_problem: int = Field(4, ge=0)
+    warmup_epochs: float = Field(0.0, ge=0)
+    warmup_learning_rate: float = Field(1e-3, gt=0)
 
 
 @dataclass(frozen=True)
@@ -166,6 +176,42 @@ def _copy_model(src: str | Path, dst: str | Path) -> None:
                 shutil.copy2(f, tmp / f.name)
 
 
+def warmup_rows(contexts: Sequence[RepairContext]) -> list[dict[str, Any]]:
+    """Conversational prompt/completion rows for ``trl.SFTTrainer``: each repair context → the problem's first
+    reference solution (:func:`rlvr.data.synthetic.completion_for` format); contexts of problems without a
+    reference are left out."""
+    from rlvr.data.synthetic import completion_for
+
+    return [{"prompt": c.chat(),
+             "completion": [{"role": "assistant", "content": completion_for(c.problem.solutions[0])}]}
+            for c in contexts if c.problem.solutions]
+
+
+def _warm_start(cfg: RepairTrainParams, common: TrainCommon, model_dir: str | Path,
+                contexts: Sequence[RepairContext], out: Path) -> tuple[str, dict[str, Any]]:
+    """Supervised warm start (module doc, step 2) into ``out/model`` (reused when present: resume); returns
+    (model folder, metrics)."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+    from trl import SFTConfig, SFTTrainer
+
+    from rlvr.train.local.common import publish_model
+
+    rows = warmup_rows(contexts)
+    model_out = out / "model"
+    if (model_out / "config.json").is_file():
+        return str(model_out), {"rows": len(rows), "reused": True}
+    kw = trainer_kwargs(cfg, common, out, ["none"])
+    kw.update(num_train_epochs=cfg.warmup_epochs, max_steps=-1, learning_rate=cfg.warmup_learning_rate,
+              lr_scheduler_type="cosine", save_strategy="no")
+    args = SFTConfig(**kw, max_length=None, completion_only_loss=True, packing=False)
+    trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows),
+                         processing_class=AutoTokenizer.from_pretrained(str(model_dir)))
+    result = trainer.train()
+    publish_model(trainer, model_out)
+    return str(model_out), {"rows": len(rows), "steps": trainer.state.global_step, "loss": result.training_loss}
+
+
 def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: TrainCommon, model_dir: str | Path,
                         train_problems: Sequence[Problem], judge: Any, out_model_dir: str | Path,
                         curves_path: str | Path, gen: Generator | None = None) -> dict[str, Any]:
@@ -221,9 +267,12 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
         mask_truncated_completions=cfg.mask_truncated_completions,
         log_completions=False,
     )
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    policy = str(model_dir)
+    if cfg.warmup_epochs > 0:
+        policy, metrics["warmup"] = _warm_start(cfg, common, model_dir, contexts, out / "warmup")
+    tokenizer = AutoTokenizer.from_pretrained(policy)
     curves = TsvCurves(curves_path, REPAIR_CURVES, mirror=Path(out) / "curves.tsv")
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=funcs, args=args, train_dataset=ds,
+    trainer = GRPOTrainer(model=policy, reward_funcs=funcs, args=args, train_dataset=ds,
                           processing_class=tokenizer, callbacks=[curves.callback], peft_config=lora_config(cfg))
     result, wall, resumed = train_and_publish(trainer, out, curves, out_model_dir)
     rewards = [float(r["reward_mean"]) for r in curves.rows if str(r.get("reward_mean", "")) not in ("", "nan")]
