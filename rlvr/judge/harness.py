@@ -296,6 +296,12 @@ def _child_stdio(stdin_fd, out_fd, err_fd):
         errors="backslashreplace",
         line_buffering=True,
     )
+    # as the interpreter's own std streams have them (open() sets ``mode``; the raw files are named "<stdin>", ...):
+    # the common competitive-programming FastIO template reads ``sys.stdout.mode``
+    std = ((sys.stdin, "r", "<stdin>"), (sys.stdout, "w", "<stdout>"), (sys.stderr, "w", "<stderr>"))
+    for stream, mode, name in std:
+        stream.mode = mode
+        stream.buffer.raw.name = name
     os.chdir(WORKDIR)
 
 

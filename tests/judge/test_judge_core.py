@@ -30,6 +30,20 @@ def sum_problem(**kw):
         "import sys\nprint(sum(map(int, sys.stdin.read().split())))\nsys.exit(0)",
         "import sys, atexit, io\nbuf = io.StringIO()\natexit.register(lambda: sys.__stdout__.write(buf.getvalue()))\n"
         "print(sum(map(int, input().split())), file=buf)",
+        # the std streams carry mode and name as the interpreter's own do (competitive-programming FastIO wrappers
+        # read sys.stdout.mode to decide whether the file is writable)
+        "import os, sys\n"
+        "assert (sys.stdin.mode, sys.stdout.mode, sys.stderr.mode) == ('r', 'w', 'w'), 'modes'\n"
+        "assert (sys.stdin.name, sys.stdout.name) == ('<stdin>', '<stdout>'), 'names'\n"
+        "class Out:\n"
+        "    def __init__(self, f):\n"
+        "        self.fd, self.writable, self.parts = f.fileno(), 'x' in f.mode or 'r' not in f.mode, []\n"
+        "    def flush(self):\n"
+        "        os.write(self.fd, ''.join(self.parts).encode())\n"
+        "out = Out(sys.stdout)\n"
+        "assert out.writable and not Out(sys.stdin).writable\n"
+        "out.parts.append(str(sum(map(int, os.read(Out(sys.stdin).fd, 1 << 16).split()))) + '\\n')\n"
+        "out.flush()",
     ],
 )
 def test_stdin_and_stdout_styles_accepted(judge, code):
