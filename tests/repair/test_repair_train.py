@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 from test_repair_env import BAD, GOOD, FakeJudge, Scripted, _problem
 
+from rlvr.data.prompts import build_messages
 from rlvr.data.schema import from_ground_truth
 from rlvr.repair import EnvConfig
 from rlvr.train.local.repair import (
     RepairTrainParams,
     collect_repair_contexts,
+    first_turn_contexts,
     repair_rows,
     turn_penalty_reward,
     warmup_rows,
@@ -64,6 +66,14 @@ def test_feedback_can_restate_the_prompt_and_warmup_rows_target_the_reference():
     assert warmup_rows(collect_repair_contexts([_problem()], Scripted([BAD]), FakeJudge(), cfg, 1, 1.0)[0]) == []
 
 
+def test_first_turn_contexts_hold_the_prompt_and_hidden_tests_only():
+    p = _problem("t/5")
+    (c,) = first_turn_contexts([p], EnvConfig(turns=3))
+    assert c.turn == 1 and c.chat() == build_messages(p) and all(t.stdin.startswith("HID_") for t in c.hidden.tests)
+    (row,) = repair_rows([c])
+    assert row["turn"] == 1 and "HID_" not in json.dumps(row["prompt"])
+
+
 def test_turn_penalty_reward():
     f = turn_penalty_reward(0.1)
     assert f(completions=["a", "b"], turn=[2, 3]) == pytest.approx([-0.1, -0.2])
@@ -90,7 +100,7 @@ def test_one_real_repair_training_step(tmp_path, judge, monkeypatch):
                              intermediate_size=64)
     policy = Scripted([completion_for("print(0)")])  # always wrong: every problem fails
     cfg = RepairTrainParams(max_steps=1, num_generations=2, per_device_train_batch_size=2, rollout_samples=1,
-                            warmup_epochs=1)
+                            warmup_epochs=1, include_first_turn=False)
     common = TrainCommon(max_completion_length=8, report_to=["none"], logging_steps=1)
     out = tmp_path / "out"
     m = run_repair_training(cfg, EnvConfig(turns=2, turn_penalty=0.1), common, model, problems, judge, out,
