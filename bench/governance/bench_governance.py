@@ -12,16 +12,22 @@ one of:
 * planted near duplicate (``--near-rate``, 5%): an earlier synthetic statement with 1–3 word swaps, insertions or
   renames.
 
-Reports wall seconds per phase, problems/s, peak RSS (``resource.getrusage``, MB) and the recall of planted
-duplicates into ``bench/governance/results.json`` (one entry per N, with the exact command) and a markdown table
+Reports wall and CPU seconds (this process + the signing workers) per phase, the 1-minute load average at start and
+end (the VM is shared: wall time alone is not comparable between runs), problems/s, peak RSS of this process
+(``resource.getrusage``, MB) and the recall of planted duplicates into ``bench/governance/results.json`` (one entry
+per N, with the exact command) and a markdown table
 ``bench/governance/results.md``. Run from the repo root::
 
     .venv/bin/python bench/governance/bench_governance.py --n 100000
+
+The near-duplicate phase is :func:`rlvr.data.neardup.near_duplicate_pairs`, the function the governance stage's
+``find_near_duplicates`` runs (same batching, workers and LSH code path).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 import random
 import resource
@@ -35,10 +41,16 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from rlvr.data.neardup import NearDupConfig, NearDupIndex, exact_jaccard  # noqa: E402
+from rlvr.data.neardup import NearDupConfig, exact_jaccard, near_duplicate_pairs  # noqa: E402
 from rlvr.io import atomic_write_json, atomic_write_text  # noqa: E402
 
 SEED_SPECS = ["humaneval", "mbpp", "leetcode", "leetcode_contest", "codecontests", "apps", "mbppplus"]
+
+
+def _cpu_s() -> float:
+    """User + system CPU seconds of this process and its finished children (the signing workers)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _rss_mb() -> float:
@@ -126,9 +138,11 @@ def exact_dedup_polars(texts: list[str]) -> list[int]:
 @click.option("--num-perm", type=int, default=128, show_default=True)
 @click.option("--shingle-size", type=int, default=3, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--workers", type=int, default=NearDupConfig().workers, show_default=True,
+              help="Processes that shingle and sign (NearDupConfig.workers).")
 @click.option("--out", type=click.Path(), default=str(ROOT / "bench/governance/results.json"), show_default=True)
 def main(n: int, seed_file: str | None, exact_rate: float, near_rate: float, max_words: int, threshold: float,
-         num_perm: int, shingle_size: int, seed: int, out: str) -> None:
+         num_perm: int, shingle_size: int, seed: int, workers: int, out: str) -> None:
     """Run the benchmark and merge its entry (keyed by N) into ``--out`` and the markdown table next to it."""
     cmd = " ".join([".venv/bin/python", "bench/governance/bench_governance.py", *sys.argv[1:]])
     t0 = time.perf_counter()
@@ -136,26 +150,24 @@ def main(n: int, seed_file: str | None, exact_rate: float, near_rate: float, max
     texts, src, kind = synthesise(n, seeds, random.Random(seed), exact_rate, near_rate, max_words)
     t_gen = time.perf_counter() - t0
     rss_gen = _rss_mb()
-    t1 = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    t1, c1 = time.perf_counter(), _cpu_s()
     kept = exact_dedup_polars(texts)
-    t_exact = time.perf_counter() - t1
+    t_exact, c_exact = time.perf_counter() - t1, _cpu_s() - c1
     kept_set = set(kept)
-    cfg = NearDupConfig(threshold=threshold, num_perm=num_perm, shingle_size=shingle_size)
-    t2 = time.perf_counter()
-    idx = NearDupIndex(cfg)
-    step = 50_000
-    for lo in range(0, len(kept), step):
-        idx.add([texts[i] for i in kept[lo : lo + step]])
-    t_near = time.perf_counter() - t2
-    in_pair = {kept[i] for i, _, _ in idx.pairs} | {kept[j] for _, j, _ in idx.pairs}
+    cfg = NearDupConfig(threshold=threshold, num_perm=num_perm, shingle_size=shingle_size, workers=workers)
+    t2, c2 = time.perf_counter(), _cpu_s()
+    pairs, idx = near_duplicate_pairs([texts[i] for i in kept], cfg)  # what find_near_duplicates runs
+    t_near, c_near = time.perf_counter() - t2, _cpu_s() - c2
+    in_pair = {kept[i] for i, _, _ in pairs} | {kept[j] for _, j, _ in pairs}
     planted_exact = [i for i, k in enumerate(kind) if k == "exact"]
     planted_near = [i for i, k in enumerate(kind) if k == "near" and i in kept_set and src[i] in kept_set]
     # a planted near copy is "found" when it is in a verified pair; lsh_recall counts only planted pairs whose exact
     # Jaccard is >= threshold (3 edits on a short statement can push a planted copy below the threshold)
     where = {pos: k for k, pos in enumerate(kept)}
-    found = {(kept[i], kept[j]) for i, j, _ in idx.pairs}
+    found = {(kept[i], kept[j]) for i, j, _ in pairs}
     true_pairs = [(src[i], i) for i in planted_near
-                  if exact_jaccard(idx.sets[where[src[i]]], idx.sets[where[i]]) >= threshold]
+                  if exact_jaccard(idx.shingles(where[src[i]]), idx.shingles(where[i])) >= threshold]
     res = {
         "n": n, "command": cmd, "machine": f"{platform.node()} {platform.machine()}, shared CPU (other agents running)",
         "python": platform.python_version(), "polars": pl.__version__,
@@ -164,12 +176,15 @@ def main(n: int, seed_file: str | None, exact_rate: float, near_rate: float, max
         "lsh_bands": idx.lsh.b, "lsh_rows": idx.lsh.r,
         "wall_s": {"generate": round(t_gen, 2), "exact_dedup": round(t_exact, 2), "near_dedup": round(t_near, 2),
                    "dedup_total": round(t_exact + t_near, 2)},
+        "cpu_s": {"exact_dedup": round(c_exact, 2), "near_dedup": round(c_near, 2),
+                  "dedup_total": round(c_exact + c_near, 2)},
+        "load_avg_1m": {"start": round(load_start, 1), "end": round(os.getloadavg()[0], 1)},
         "problems_per_s": {"exact_dedup": round(n / t_exact), "near_dedup": round(len(kept) / t_near),
                            "dedup_total": round(n / (t_exact + t_near))},
         "peak_rss_mb": round(_rss_mb(), 1), "rss_after_generate_mb": round(rss_gen, 1),
         "exact_dropped": n - len(kept),
         "exact_recall_planted": round(sum(i not in kept_set for i in planted_exact) / max(len(planted_exact), 1), 4),
-        "near_candidates": idx.n_candidates, "near_pairs": len(idx.pairs),
+        "near_candidates": idx.n_candidates, "near_pairs": len(pairs),
         "near_recall_planted": round(sum(i in in_pair for i in planted_near) / max(len(planted_near), 1), 4),
         "near_lsh_recall_above_threshold": round(sum(p in found for p in true_pairs) / max(len(true_pairs), 1), 4),
         "planted": {"near_above_threshold": len(true_pairs), "exact": len(planted_exact), "near": len(planted_near)},
@@ -178,11 +193,15 @@ def main(n: int, seed_file: str | None, exact_rate: float, near_rate: float, max
     allres = json.loads(outp.read_text()) if outp.is_file() else {}
     allres[str(n)] = res
     atomic_write_json(outp, allres)
-    rows = ["| N | exact dedup s | near dedup s | total s | problems/s | peak RSS MB | exact dropped | near pairs | "
-            "planted exact recall | planted near recall | LSH recall (J>=t) |", "|---" * 11 + "|"]
+    rows = ["| N | workers | exact dedup s | near dedup s | total s | CPU s | load avg | problems/s | peak RSS MB | "
+            "exact dropped | near pairs | planted exact recall | planted near recall | LSH recall (J>=t) |",
+            "|---" * 14 + "|"]
     for r in sorted(allres.values(), key=lambda r: r["n"]):
         w = r["wall_s"]
-        rows.append(f"| {r['n']:,} | {w['exact_dedup']} | {w['near_dedup']} | {w['dedup_total']} | "
+        cpu = r.get("cpu_s", {}).get("dedup_total", "")
+        load = r.get("load_avg_1m", {})
+        rows.append(f"| {r['n']:,} | {r['params'].get('workers', 1)} | {w['exact_dedup']} | {w['near_dedup']} | "
+                    f"{w['dedup_total']} | {cpu} | {load.get('start', '')}–{load.get('end', '')} | "
                     f"{r['problems_per_s']['dedup_total']:,} | {r['peak_rss_mb']:,} | {r['exact_dropped']:,} | "
                     f"{r['near_pairs']:,} | {r['exact_recall_planted']} | {r['near_recall_planted']} | "
                     f"{r['near_lsh_recall_above_threshold']} |")

@@ -11,12 +11,20 @@ Method (Broder 1997 for MinHash; Leskovec, Rajaraman & Ullman, *Mining of Massiv
    ``MinHash(num_perm, seed, scheme="affine32")`` updated with the low 32 bits of the shingle hashes (the
    permutations are datasketch's own; the arithmetic is vectorised over a batch of statements with numpy, which a
    unit test checks against ``MinHash.update_batch``). Signatures live only for their batch (memory: a batch of
-   ``batch_size`` statements), wrapped in :class:`datasketch.LeanMinHash`.
+   ``batch_size`` statements). Steps 1–2 run in ``workers`` processes (batches in input order, at most
+   ``workers + 1`` in flight), overlapping with steps 3–4 in the calling process; the result does not depend on
+   ``workers``.
 3. **Candidates.** A :class:`datasketch.MinHashLSH` with ``threshold`` and ``num_perm`` (bands/rows chosen by datasketch
    to minimise the weighted false-positive/false-negative area, ``lsh_weights``). Statements are processed in input
    order; each is *queried before it is inserted*, so every candidate pair ``(earlier, later)`` is seen exactly once.
+   The band keys of a whole batch come from one byte string (``signatures.byteswap().tobytes()``, sliced per band: the
+   same bytes as datasketch's ``MinHashLSH._H`` of each band) and go straight to the index's own storage
+   (``lsh.hashtables[b].get/insert``, ``lsh.keys.insert``), exactly what ``MinHashLSH.query``/``insert`` do, without
+   a :class:`datasketch.LeanMinHash` and 28 small numpy copies per statement; the index stays a complete
+   ``MinHashLSH`` (a unit test checks ``lsh.query`` on it against these candidates).
 4. **Verification.** LSH banding is probabilistic. For every candidate pair the *exact* Jaccard similarity of the two
-   shingle-hash sets is computed (``|A ∩ B| / |A ∪ B|``, on 64-bit hashes, so exact up to 2^-64 hash collisions) and
+   shingle-hash sets is computed (``|A ∩ B| / |A ∪ B|``, on 64-bit hashes, so exact up to 2^-64 hash collisions;
+   the sets are recomputed from the texts for candidates only, so memory holds no shingle sets) and
    the pair is kept only if it is ``>= threshold``. The threshold is therefore a statement about true Jaccard, not
    about band collisions; what LSH can still do is *miss* a pair (false negative, probability given by the banding
    S-curve; ``lsh_weights`` trades this against candidate count).
@@ -35,16 +43,21 @@ input position; the same input gives the same report in any process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Literal
+import multiprocessing
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from functools import lru_cache
+from itertools import chain
+from typing import Any, Literal
 
 import numpy as np
-from datasketch import LeanMinHash, MinHash, MinHashLSH
+from datasketch import MinHash, MinHashLSH
 from pydantic import BaseModel, Field, model_validator
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
-from rlvr.data.textnorm import char_shingle_hashes, ngram_hashes, token_hashes, word_tokens
+from rlvr.data.textnorm import char_shingle_hashes, ngram_hashes, ngram_hashes_batch, token_hashes, word_tokens
 
 __all__ = [
     "EVAL_ROLES",
@@ -59,6 +72,7 @@ __all__ = [
     "near_dedup",
     "near_duplicate_pairs",
     "shingle_set",
+    "shingle_sets",
 ]
 
 EVAL_ROLES = frozenset({"dev", "test", "eval"})
@@ -73,7 +87,9 @@ class NearDupConfig(Section):
     or characters per shingle; ``seed``: MinHash permutation seed; ``lsh_weights``: datasketch's (false-positive,
     false-negative) weights for choosing bands × rows (sum 1); ``verify``: apply the threshold on exact Jaccard
     (``False`` = accept every LSH candidate; only for ablations); ``drop_eval_duplicates``: also drop non-representative
-    dev/test members; ``batch_size``: statements per signature batch (memory ≈ batch shingles × num_perm × 4 bytes)."""
+    dev/test members; ``batch_size``: statements per signature batch (memory ≈ batch shingles × num_perm × 4 bytes);
+    ``workers``: processes that shingle and sign batches (1 = in the calling process; results are identical; more
+    only pays on idle cores: on the shared 2-core VM, 2 workers were slower than 1, ``bench/governance/README.md``)."""
 
     threshold: float = Field(default=0.7, gt=0.0, le=1.0)
     num_perm: int = Field(default=128, ge=16, le=1024)
@@ -84,6 +100,7 @@ class NearDupConfig(Section):
     verify: bool = True
     drop_eval_duplicates: bool = False
     batch_size: int = Field(default=2048, ge=1)
+    workers: int = Field(default=1, ge=1, le=64)
 
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> NearDupConfig:
@@ -139,6 +156,29 @@ def shingle_set(text: str, cfg: NearDupConfig) -> np.ndarray:
     return np.unique(h)
 
 
+def shingle_sets(texts: Sequence[str], cfg: NearDupConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Batch form of :func:`shingle_set`: ``(flat, sizes)`` with ``flat`` (``uint64``) the concatenation of
+    ``shingle_set(t, cfg)`` for every ``t`` in ``texts`` and ``sizes`` (``int64``, shape ``(len(texts),)``) their
+    lengths; bit-identical to the per-text function (a unit test compares them).
+
+    Word shingles are computed for the whole batch at once: one token-hash pass over all tokens,
+    :func:`~rlvr.data.textnorm.ngram_hashes_batch` over the concatenation, and one ``lexsort`` by (text, hash) for the
+    per-text sort + unique. Character shingles
+    fall back to the per-text function."""
+    if cfg.shingle != "word":
+        sets = [shingle_set(t, cfg) for t in texts]
+        sizes = np.fromiter((x.size for x in sets), dtype=np.int64, count=len(sets))
+        return (np.concatenate(sets) if sets else np.zeros(0, dtype=np.uint64)), sizes
+    toks = [word_tokens(t) for t in texts]
+    lens = np.fromiter(map(len, toks), dtype=np.int64, count=len(toks))
+    hh, dd = ngram_hashes_batch(token_hashes(list(chain.from_iterable(toks))), lens, cfg.shingle_size, short="whole")
+    order = np.lexsort((hh, dd))
+    hh, dd = hh[order], dd[order]
+    keep = np.ones(hh.size, dtype=bool)
+    keep[1:] = (hh[1:] != hh[:-1]) | (dd[1:] != dd[:-1])
+    return hh[keep], np.bincount(dd[keep], minlength=len(texts)).astype(np.int64)
+
+
 def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """Exact Jaccard ``|a ∩ b| / |a ∪ b|`` of two sorted-unique hash arrays; 0.0 when both are empty."""
     if a.size == 0 and b.size == 0:
@@ -147,6 +187,7 @@ def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (a.size + b.size - inter)
 
 
+@lru_cache(maxsize=8)
 def _permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     a, b = MinHash(num_perm=num_perm, seed=seed, scheme="affine32").permutations
     return a.astype(np.uint32), b.astype(np.uint32)
@@ -163,20 +204,29 @@ def minhash_signatures(sets: Sequence[np.ndarray], num_perm: int, seed: int, max
             that stay in the CPU cache are ~10× faster than large ones); a larger single set is one chunk.
 
     Returns: ``uint32`` array of shape ``(len(sets), num_perm)``. Raises ``ValueError`` on an empty set."""
+    sizes = np.fromiter((x.size for x in sets), dtype=np.int64, count=len(sets))
+    flat = np.concatenate(list(sets)) if len(sets) else np.zeros(0, dtype=np.uint64)
+    return _signatures_flat(flat, sizes, num_perm, seed, max_rows)
+
+
+def _signatures_flat(flat: np.ndarray, sizes: np.ndarray, num_perm: int, seed: int,
+                     max_rows: int = 4096) -> np.ndarray:
+    """:func:`minhash_signatures` of the sets ``flat[offset_k : offset_k + sizes[k]]`` (consecutive)."""
     a, b = _permutations(num_perm, seed)
     a, b = a[:, None], b[:, None]
-    out = np.empty((len(sets), num_perm), dtype=np.uint32)
+    n_sets = int(sizes.shape[0])
+    out = np.empty((n_sets, num_perm), dtype=np.uint32)
     s1, m1, s2, m2, s3 = _FMIX32
-    start = 0
-    while start < len(sets):
+    size_list = sizes.tolist()
+    start, pos = 0, 0
+    while start < n_sets:
         stop, rows = start, 0
-        while stop < len(sets) and (rows == 0 or rows + sets[stop].size <= max_rows):
-            if sets[stop].size == 0:
+        while stop < n_sets and (rows == 0 or rows + size_list[stop] <= max_rows):
+            if size_list[stop] == 0:
                 raise ValueError(f"minhash_signatures: set {stop} is empty")
-            rows += sets[stop].size
+            rows += size_list[stop]
             stop += 1
-        chunk = sets[start:stop]
-        hv = np.concatenate(chunk).astype(np.uint32)  # low 32 bits (wrapping cast)
+        hv = flat[pos : pos + rows].astype(np.uint32)  # low 32 bits (wrapping cast)
         with np.errstate(over="ignore"):
             hv = hv ^ (hv >> s1)  # MurmurHash3 fmix32: datasketch's affine schemes pre-mix every input hash
             hv = hv * m1
@@ -185,57 +235,130 @@ def minhash_signatures(sets: Sequence[np.ndarray], num_perm: int, seed: int, max
             hv = hv ^ (hv >> s3)
             phv = a * hv[None, :]  # (num_perm, rows): permutation h -> a*h + b mod 2^32
             phv += b
-        offsets = np.zeros(len(chunk), dtype=np.int64)
-        np.cumsum([c.size for c in chunk[:-1]], out=offsets[1:])
+        offsets = np.zeros(stop - start, dtype=np.int64)
+        np.cumsum(sizes[start : stop - 1], out=offsets[1:])
         out[start:stop] = np.minimum.reduceat(phv, offsets, axis=1).T
-        start = stop
+        start, pos = stop, pos + rows
     return out
 
 
+def _sign_batch(texts: Sequence[str], cfg: NearDupConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 1–2 for one batch (run in a worker process): ``(live, signatures)`` with ``live`` the positions (in
+    ``texts``, ``int64``) of the texts that have shingles and ``signatures`` their ``(len(live), num_perm)`` ``uint32``
+    MinHash signatures."""
+    flat, sizes = shingle_sets(texts, cfg)
+    live = np.flatnonzero(sizes).astype(np.int64)
+    if live.size == 0:
+        return live, np.empty((0, cfg.num_perm), dtype=np.uint32)
+    return live, _signatures_flat(flat, sizes[live], cfg.num_perm, cfg.seed)
+
+
+class _Inline:
+    """Stand-in for a process pool when ``workers == 1``: runs each job at submission."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        fut: Future = Future()
+        fut.set_result(fn(*args))
+        return fut
+
+    def __enter__(self) -> _Inline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 class NearDupIndex:
-    """Streaming near-duplicate finder over texts (module doc, steps 1–4): :meth:`add` a batch of texts, then read
-    :attr:`pairs` (verified ``(i, j, jaccard)`` with ``i < j`` positions in the order added). Keeps every text's
-    shingle set (``uint64``, ~8 bytes per distinct shingle) for verification and the LSH band keys; signatures are
-    dropped after each batch."""
+    """Streaming near-duplicate finder over texts (module doc, steps 1–4): :meth:`add` texts (any number of calls),
+    then read :attr:`pairs` (verified ``(i, j, jaccard)`` with ``i < j`` positions in the order added).
+
+    Memory per text: a reference to it (the caller's string) and its LSH entries (``b`` band keys in datasketch's
+    dict storage, ~5 KB per text at 14 bands); no signatures or shingle sets are kept."""
 
     def __init__(self, cfg: NearDupConfig) -> None:
         self.cfg = cfg
         self.lsh = MinHashLSH(threshold=cfg.threshold, num_perm=cfg.num_perm, weights=cfg.lsh_weights)
-        self.sets: list[np.ndarray] = []
+        if self.lsh.hashfunc is not None or self.lsh.prepickle:
+            raise ValueError("NearDupIndex: expects MinHashLSH without hashfunc/prepickle")
+        self.texts: list[str] = []
         self.pairs: list[tuple[int, int, float]] = []
         self.n_candidates = 0
         self.n_empty = 0
 
+    def shingles(self, i: int) -> np.ndarray:
+        """Shingle set of the ``i``-th text added (:func:`shingle_set`)."""
+        return shingle_set(self.texts[i], self.cfg)
+
+    def _batches(self, texts: Sequence[str]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
+        """``(offset, live, signatures)`` per batch of ``texts``, in order, signed in ``cfg.workers`` forked processes
+        (in this process when ``workers == 1``, the input is one batch, or ``fork`` is unavailable). Each batch's
+        texts are pickled to a worker (~1 ms per 2,048 texts): reading the parent's inherited objects instead would
+        touch their reference counts and copy those pages into every worker."""
+        cfg = self.cfg
+        size = max(cfg.batch_size, 1)
+        starts = range(0, len(texts), size)
+        parallel = cfg.workers > 1 and len(starts) > 1 and "fork" in multiprocessing.get_all_start_methods()
+        pool: ProcessPoolExecutor | _Inline = (
+            ProcessPoolExecutor(cfg.workers, mp_context=multiprocessing.get_context("fork")) if parallel
+            else _Inline())
+        with pool:
+            todo = iter(starts)
+            inflight: deque[tuple[int, Future]] = deque()
+            for lo in todo:
+                inflight.append((lo, pool.submit(_sign_batch, list(texts[lo : lo + size]), cfg)))
+                if len(inflight) > cfg.workers:
+                    break
+            while inflight:
+                lo, fut = inflight.popleft()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    inflight.append((nxt, pool.submit(_sign_batch, list(texts[nxt : nxt + size]), cfg)))
+                live, sigs = fut.result()
+                yield lo, live, sigs
+
     def add(self, texts: Sequence[str]) -> None:
         """Shingle, sign, query-then-insert ``texts`` (positions continue from previous calls), verifying each
-        candidate pair by exact Jaccard."""
+        candidate pair by exact Jaccard (module doc)."""
         cfg = self.cfg
-        base = len(self.sets)
-        new = [shingle_set(t, cfg) for t in texts]
-        self.sets.extend(new)
-        live = [k for k, s in enumerate(new) if s.size]
-        self.n_empty += len(new) - len(live)
-        for lo in range(0, len(live), cfg.batch_size):
-            ks = live[lo : lo + cfg.batch_size]
-            sigs = minhash_signatures([new[k] for k in ks], cfg.num_perm, cfg.seed)
-            for k, sig in zip(ks, sigs, strict=True):
-                j = base + k
-                lm = LeanMinHash(seed=cfg.seed, hashvalues=sig, scheme="affine32")
-                cands = self.lsh.query(lm)
-                self.n_candidates += len(cands)
-                for i in sorted(cands):
-                    jac = exact_jaccard(self.sets[i], self.sets[j]) if cfg.verify else 1.0
-                    if jac >= cfg.threshold:
-                        self.pairs.append((i, j, jac))
-                self.lsh.insert(j, lm, check_duplication=False)
+        base = len(self.texts)
+        self.texts.extend(texts)
+        lsh = self.lsh
+        ranges = lsh.hashranges
+        tables = lsh.hashtables
+        keys = lsh.keys
+        for lo, live, sigs in self._batches(texts):
+            self.n_empty += min(len(texts) - lo, max(cfg.batch_size, 1)) - live.size
+            if live.size == 0:
+                continue
+            sigs = np.ascontiguousarray(sigs, dtype=np.uint32)
+            width = sigs.shape[1] * 4
+            blob = sigs.byteswap().tobytes()  # datasketch's band key = bytes of the byte-swapped band values
+            for k, pos in enumerate(live.tolist()):
+                j = base + lo + pos
+                row = k * width
+                hs = [blob[row + 4 * s : row + 4 * e] for s, e in ranges]
+                cands: set[int] = set()
+                for h, table in zip(hs, tables, strict=True):
+                    got = table.get(h)
+                    if got:
+                        cands |= got
+                if cands:
+                    self.n_candidates += len(cands)
+                    mine = self.shingles(j) if cfg.verify else None
+                    for i in sorted(cands):
+                        jac = exact_jaccard(self.shingles(i), mine) if mine is not None else 1.0
+                        if jac >= cfg.threshold:
+                            self.pairs.append((i, j, jac))
+                keys.insert(j, *hs)
+                for h, table in zip(hs, tables, strict=True):
+                    table.insert(h, j)
 
 
 def near_duplicate_pairs(texts: Sequence[str], cfg: NearDupConfig) -> tuple[list[tuple[int, int, float]], NearDupIndex]:
     """Verified near-duplicate pairs ``(i, j, jaccard)`` (``i < j`` positions in ``texts``, sorted) and the index
     (for its counters). Text-level entry point used by the scale benchmark."""
     idx = NearDupIndex(cfg)
-    for lo in range(0, len(texts), max(cfg.batch_size, 1) * 8):
-        idx.add(texts[lo : lo + max(cfg.batch_size, 1) * 8])
+    idx.add(texts)
     idx.pairs.sort()
     return idx.pairs, idx
 

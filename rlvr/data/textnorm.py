@@ -32,6 +32,7 @@ import numpy as np
 __all__ = [
     "char_shingle_hashes",
     "ngram_hashes",
+    "ngram_hashes_batch",
     "normalise_text",
     "token_hashes",
     "word_tokens",
@@ -111,6 +112,44 @@ def ngram_hashes(hashes: np.ndarray, n: int, short: Literal["whole", "none"] = "
             acc += hashes[j : j + m]
         acc += np.uint64(n)  # windows of different lengths never share a polynomial value by construction
         return _splitmix(acc)
+
+
+def ngram_hashes_batch(hashes: np.ndarray, lengths: np.ndarray, n: int,
+                       short: Literal["whole", "none"] = "none") -> tuple[np.ndarray, np.ndarray]:
+    """:func:`ngram_hashes` of many sequences at once: ``hashes`` is their concatenation (``uint64``), ``lengths``
+    (``int64``, shape ``(D,)``) their lengths. Returns ``(ngrams, doc)``: every n-gram hash of every sequence and the
+    index of its sequence, grouped by sequence in window order except that the ``short="whole"`` hashes of
+    sequences shorter than ``n`` come last. The windows are the same polynomial over the concatenation, minus the
+    windows that cross a sequence boundary, so each sequence's hashes equal ``ngram_hashes(seq, n, short)``.
+    Raises ``ValueError`` if ``n < 1``."""
+    if n < 1:
+        raise ValueError(f"ngram_hashes_batch: n must be >= 1, got {n}")
+    ends = np.cumsum(lengths)
+    out_h: list[np.ndarray] = []
+    out_d: list[np.ndarray] = []
+    m = int(hashes.shape[0]) - n + 1
+    if m > 0:
+        with np.errstate(over="ignore"):
+            acc = hashes[:m].copy()
+            for j in range(1, n):
+                acc *= _BASE
+                acc += hashes[j : j + m]
+            acc += np.uint64(n)
+        valid = np.ones(m, dtype=bool)
+        for k in range(1, n):  # a window starting k < n items before a sequence's end crosses into the next one
+            at = ends - k
+            valid[at[(at >= 0) & (at < m)]] = False
+        out_h.append(_splitmix(acc[valid]))
+        out_d.append(np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)[:m][valid])
+    if short == "whole":
+        few = np.flatnonzero((lengths > 0) & (lengths < n))
+        if few.size:
+            out_h.append(np.concatenate([ngram_hashes(hashes[ends[d] - lengths[d] : ends[d]], n, short="whole")
+                                         for d in few]))
+            out_d.append(few.astype(np.int64))
+    if not out_h:
+        return _EMPTY, np.zeros(0, dtype=np.int64)
+    return np.concatenate(out_h), np.concatenate(out_d)
 
 
 def char_shingle_hashes(text: str, k: int) -> np.ndarray:

@@ -8,7 +8,7 @@ import random
 
 import numpy as np
 import pytest
-from datasketch import MinHash
+from datasketch import LeanMinHash, MinHash, MinHashLSH
 from pydantic import ValidationError
 
 from rlvr.data.neardup import (
@@ -19,6 +19,7 @@ from rlvr.data.neardup import (
     near_dedup,
     near_duplicate_pairs,
     shingle_set,
+    shingle_sets,
 )
 from rlvr.data.schema import Problem, StdioTest
 
@@ -156,3 +157,56 @@ def test_bundled_humaneval_plus_identical_and_mbpp_overlap() -> None:
     rep = find_near_duplicates(mbpp + san, NearDupConfig())
     assert len(rep.dropped) > 100  # sanitized MBPP rewords a minority of prompts; most stay near-identical
     assert all(d["duplicate_of"].startswith("mbpp/") for d in rep.dropped)
+
+
+def _corpus(n: int = 600, seed: int = 3) -> list[str]:
+    """Random statements with planted near copies, short and empty texts, and Unicode to normalise."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    for _ in range(n):
+        r = rng.random()
+        if texts and r < 0.25:
+            src = rng.choice(texts)
+            texts.append(_perturb(src, rng.randint(0, 3), rng) if src.split() else src)
+        elif r < 0.3:
+            texts.append(rng.choice(["", "a", "sum b", "x y z", "!!", "Ｓum\xa0OF ａ", "odd odd odd odd"]))
+        else:
+            texts.append(_text(rng, rng.randint(3, 80)))
+    return texts
+
+
+@pytest.mark.parametrize("shingle,size", [("word", 1), ("word", 2), ("word", 3), ("word", 5), ("char", 4)])
+def test_batch_shingles_equal_per_text(shingle: str, size: int) -> None:
+    cfg = NearDupConfig(shingle=shingle, shingle_size=size)
+    texts = _corpus(300)
+    flat, sizes = shingle_sets(texts, cfg)
+    ref = [shingle_set(t, cfg) for t in texts]
+    assert sizes.tolist() == [r.size for r in ref] and 0 in sizes.tolist()
+    assert np.array_equal(flat, np.concatenate(ref))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_index_matches_datasketch_public_api(workers: int) -> None:
+    """The batched query-then-insert (band keys from one byte string, forked signers) gives the candidates, pairs and
+    index that datasketch's own MinHashLSH.query/insert with a LeanMinHash per text give."""
+    cfg = NearDupConfig(batch_size=64, workers=workers, num_perm=64)
+    texts = _corpus()
+    pairs, idx = near_duplicate_pairs(texts, cfg)
+    ref = MinHashLSH(threshold=cfg.threshold, num_perm=cfg.num_perm, weights=cfg.lsh_weights)
+    ref_pairs, ref_cands, mins = [], 0, {}
+    for j, t in enumerate(texts):
+        s = shingle_set(t, cfg)
+        if not s.size:
+            continue
+        m = MinHash(num_perm=cfg.num_perm, seed=cfg.seed, scheme="affine32", hashfunc=lambda x: x)
+        m.update_batch([int(v) & 0xFFFFFFFF for v in s])
+        mins[j] = LeanMinHash(m)
+        cands = ref.query(mins[j])
+        ref_cands += len(cands)
+        ref_pairs += [(i, j, exact_jaccard(shingle_set(texts[i], cfg), s)) for i in sorted(cands)]
+        ref.insert(j, mins[j])
+    ref_pairs = sorted(p for p in ref_pairs if p[2] >= cfg.threshold)
+    assert len(pairs) > 20 and pairs == ref_pairs and idx.n_candidates == ref_cands
+    assert idx.n_empty == len(texts) - len(mins) > 0
+    for j, m in mins.items():  # the index is a complete datasketch index
+        assert j in idx.lsh and sorted(idx.lsh.query(m)) == sorted(ref.query(m))
