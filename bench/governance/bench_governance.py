@@ -1,4 +1,5 @@
-"""Scale benchmark of the governance dedup path: exact dedup (polars) + near-duplicate detection
+"""Scale benchmark of the governance dedup path: exact dedup (:func:`rlvr.data.dedup.group_by_statement`, the grouping
+:func:`~rlvr.data.dedup.exact_dedup` runs) + near-duplicate detection
 (:mod:`rlvr.data.neardup`, MinHash + LSH + exact-Jaccard verification) over N synthetic problem statements.
 
 Synthetic data (no network; only the repo): seed statements are the bundled benchmarks' statements (``data/raw`` via
@@ -36,11 +37,12 @@ import time
 from pathlib import Path
 
 import click
-import polars as pl
+import datasketch
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from rlvr.data.dedup import group_by_statement  # noqa: E402
 from rlvr.data.neardup import NearDupConfig, exact_jaccard, near_duplicate_pairs  # noqa: E402
 from rlvr.io import atomic_write_json, atomic_write_text  # noqa: E402
 
@@ -117,14 +119,13 @@ def synthesise(n: int, seeds: list[str], rng: random.Random, exact_rate: float, 
     return texts, src, kind
 
 
-def exact_dedup_polars(texts: list[str]) -> list[int]:
-    """Positions kept by exact dedup: first of each normalised statement (NFKC, lower-case, whitespace collapsed),
-    grouped by polars' 64-bit string hash."""
-    df = pl.DataFrame({"statement": texts}).with_row_index("pos")
-    df = df.with_columns(
-        pl.col("statement").str.normalize("NFKC").str.to_lowercase().str.replace_all(r"\s+", " ")
-        .str.strip_chars().hash(seed=0).alias("h"))
-    return df.unique(subset="h", keep="first", maintain_order=True)["pos"].to_list()
+def exact_dedup_first(texts: list[str]) -> list[int]:
+    """Positions kept by exact dedup: the first text of each :func:`rlvr.data.dedup.group_by_statement` group (the
+    governance stage's grouping: NFKC + lower-case + whitespace collapse, sha256) plus texts that normalise to empty
+    (never grouped), in input order."""
+    groups = group_by_statement(texts)
+    drop = {i for pos in groups.values() for i in pos[1:]}
+    return [i for i in range(len(texts)) if i not in drop]
 
 
 @click.command()
@@ -152,7 +153,7 @@ def main(n: int, seed_file: str | None, exact_rate: float, near_rate: float, max
     rss_gen = _rss_mb()
     load_start = os.getloadavg()[0]
     t1, c1 = time.perf_counter(), _cpu_s()
-    kept = exact_dedup_polars(texts)
+    kept = exact_dedup_first(texts)
     t_exact, c_exact = time.perf_counter() - t1, _cpu_s() - c1
     kept_set = set(kept)
     cfg = NearDupConfig(threshold=threshold, num_perm=num_perm, shingle_size=shingle_size, workers=workers)
@@ -170,7 +171,7 @@ def main(n: int, seed_file: str | None, exact_rate: float, near_rate: float, max
                   if exact_jaccard(idx.shingles(where[src[i]]), idx.shingles(where[i])) >= threshold]
     res = {
         "n": n, "command": cmd, "machine": f"{platform.node()} {platform.machine()}, shared CPU (other agents running)",
-        "python": platform.python_version(), "polars": pl.__version__,
+        "python": platform.python_version(), "datasketch": datasketch.__version__,
         "params": cfg.model_dump(mode="json") | {"exact_rate": exact_rate, "near_rate": near_rate,
                                                  "max_words": max_words, "seed": seed, "seeds": len(seeds)},
         "lsh_bands": idx.lsh.b, "lsh_rows": idx.lsh.r,

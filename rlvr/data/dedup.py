@@ -22,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rlvr.data.schema import Problem
 
-__all__ = ["DedupReport", "DupGroup", "exact_dedup", "normalise_statement", "statement_hash"]
+__all__ = ["DedupReport", "DupGroup", "exact_dedup", "group_by_statement", "normalise_statement", "statement_hash"]
 
 EVAL_ROLES = frozenset({"dev", "test", "eval"})
 
@@ -41,6 +41,19 @@ def normalise_statement(text: str) -> str:
 def statement_hash(text: str) -> str:
     """sha256 (hex) of :func:`normalise_statement` of ``text``."""
     return hashlib.sha256(normalise_statement(text).encode("utf-8")).hexdigest()
+
+
+def group_by_statement(texts: Iterable[str]) -> dict[str, list[int]]:
+    """Positions of ``texts`` grouped by :func:`statement_hash`, in input order (groups ordered by first position);
+    texts whose normalised form is empty are left out (never grouped). The grouping step of :func:`exact_dedup`,
+    also what the scale benchmark (``bench/governance``) times."""
+    by_hash: dict[str, list[int]] = defaultdict(list)
+    sha = hashlib.sha256
+    for i, text in enumerate(texts):
+        norm = normalise_statement(text)
+        if norm:
+            by_hash[sha(norm.encode("utf-8")).hexdigest()].append(i)
+    return dict(by_hash)
 
 
 @dataclass
@@ -88,10 +101,7 @@ def exact_dedup(
     """Drop exact duplicate statements per the module policy; returns ``(kept, report)``, ``kept`` in input order.
 
     Problems whose normalised statement is empty are never grouped. The role is ``p.meta.get('role', 'test')``."""
-    by_hash: dict[str, list[int]] = defaultdict(list)
-    for i, p in enumerate(problems):
-        if normalise_statement(p.statement):
-            by_hash[statement_hash(p.statement)].append(i)
+    by_hash = group_by_statement(p.statement for p in problems)
     report = DedupReport(n_in=len(problems))
     drop: dict[int, tuple[str, str]] = {}
     for h, idx in by_hash.items():
