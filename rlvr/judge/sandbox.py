@@ -233,23 +233,24 @@ class Sandbox:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        for fd in (self._w, self._r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
         # Kill the namespace's init (the inner bwrap) first, even on a normal close: the kernel then kills every
         # process of the sandbox and the outer bwrap, our child, reaps the inner one and exits. Letting the harness
         # exit by itself instead (observed with bubblewrap 0.8: the outer bwrap exits before the inner one is
         # reaped), or killing the outer bwrap first, orphans the inner one to PID 1: a zombie where PID 1 does not
         # reap (tests/judge/test_judge_zombies.py). The sandbox keeps nothing (its /tmp is a tmpfs): SIGKILL is safe.
+        # Before closing the pipes: EOF on its request pipe would let the harness exit by itself first (see above).
         for pid in self._inner_alive():
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            proc.wait(timeout=2.0)
+        for fd in (self._w, self._r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        try:  # the outer bwrap reaps the killed init and exits by itself (at once, unless the machine is overloaded)
+            proc.wait(timeout=5.0)
         except subprocess.TimeoutExpired:
             pass
         try:
