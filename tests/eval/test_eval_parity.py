@@ -1,32 +1,32 @@
-"""Judge parity on the bundled EvalPlus data: the canonical solutions pass base + plus inputs (oracles computed by the
-governance stage, EvalPlus's atol rules, tuple/complex type restoration), and a type-changed answer is rejected.
-Includes MBPP+ v0.2.0 Mbpp/793, whose plus_input is empty (base tests only)."""
+"""Judge parity on the bundled EvalPlus data: the canonical solutions pass base + plus inputs (oracles filled the way
+the governance stage fills them: the canonical solution through the judge, EvalPlus's atol rules, tuple/complex type
+restoration), and a type-changed answer is rejected. Includes MBPP+ v0.2.0 Mbpp/793, whose plus_input is empty (base
+tests only). Built from ``data/raw`` in the test, so it runs on a fresh clone (CI) without the pipeline's outputs."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from rlvr.data.schema import read_problems
+from rlvr.data.governance import fill_expected
+from rlvr.data.loaders import load
 
-ROOT = Path(__file__).resolve().parents[2]
-PROBLEMS = ROOT / "data" / "governance" / "problems"
 MBPP = ["Mbpp/106", "Mbpp/124", "Mbpp/252", "Mbpp/580", "Mbpp/720", "Mbpp/793"]
 HUMANEVAL = ["HumanEval/2", "HumanEval/32"]
+SPECS = {"mbppplus-v0.2.0": "mbppplus:v0.2.0", "humanevalplus-v0.1.10": "humanevalplus:v0.1.10"}
 
 
-def _load(name: str, ids: list[str]):
-    path = PROBLEMS / f"{name}.jsonl"
-    if not path.is_file():
-        pytest.skip(f"{path} not built (run the governance stage)")
-    by_task = {p.meta.get("task_id"): p for p in read_problems(path)}
+def _load(judge, name: str, ids: list[str]):
+    """The bundled problems ``ids`` of dataset ``name`` with their call-test oracles filled by ``judge``, in order."""
+    by_task = {p.meta.get("task_id"): p for p in load(SPECS[name])}
+    kept, report = fill_expected([by_task[i] for i in ids], judge)
+    assert not report["dropped"], report["dropped"]
+    by_task = {p.meta.get("task_id"): p for p in kept}
     return [by_task[i] for i in ids]
 
 
 @pytest.mark.parametrize(("name", "ids"), [("mbppplus-v0.2.0", MBPP), ("humanevalplus-v0.1.10", HUMANEVAL)])
 def test_canonical_solutions_pass_base_and_plus(judge, name, ids):
-    problems = _load(name, ids)
+    problems = _load(judge, name, ids)
     for p in problems:
         assert len(p.tests) == p.meta["n_base"] + p.meta["n_plus"], p.id  # base and plus inputs both judged
         assert all(t.expected is not None for t in p.tests), p.id
@@ -36,12 +36,12 @@ def test_canonical_solutions_pass_base_and_plus(judge, name, ids):
 
 
 def test_mbpp_793_empty_plus_input(judge):
-    (p,) = _load("mbppplus-v0.2.0", ["Mbpp/793"])
+    (p,) = _load(judge, "mbppplus-v0.2.0", ["Mbpp/793"])
     assert p.meta["n_plus"] == 0 and len(p.tests) == p.meta["n_base"] > 0
 
 
 def test_type_restoration_rejects_list_for_tuple(judge):
-    (p,) = _load("mbppplus-v0.2.0", ["Mbpp/106"])  # expected values are tuples
+    (p,) = _load(judge, "mbppplus-v0.2.0", ["Mbpp/106"])  # expected values are tuples
     assert p.tests[0].expected.startswith("(")
     wrong = p.solutions[0] + f"\n_orig = {p.entry_point}\ndef {p.entry_point}(*a):\n    return list(_orig(*a))\n"
     assert judge.judge(p, wrong).verdict == "wrong_answer"
