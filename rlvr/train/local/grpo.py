@@ -38,7 +38,7 @@ from rlvr.train.local.common import (
     trainer_kwargs,
 )
 
-__all__ = ["GRPO_CURVES", "GRPOParams", "TimedReward", "run_grpo"]
+__all__ = ["GRPO_CURVES", "GRPOParams", "TimedReward", "grpo_config", "run_grpo"]
 
 # TSV column → key in TRL's GRPOTrainer logs (``reward/*`` are logged by rlvr.reward.trl via ``log_metric``;
 # ``judge_step_s`` by :class:`TimedReward`).
@@ -118,6 +118,32 @@ class TimedReward:
         return out
 
 
+def grpo_config(cfg: GRPOParams, common: TrainCommon, out: str | Path, report_to: list[str]) -> Any:
+    """TRL ``GRPOConfig`` for ``cfg`` (group size ``num_generations``, clip ``epsilon``/``epsilon_high``, KL coef
+    ``beta``, loss aggregation ``loss_type``, group reward scaling ``scale_rewards``; field meanings as in TRL 1.16's
+    ``GRPOConfig``) on top of :func:`rlvr.train.local.common.trainer_kwargs` (output dir ``out``, steps, lr, logging,
+    ``report_to``); completions are capped at ``common.max_completion_length`` tokens. Shared by the ``grpo`` and
+    ``repair`` stages so both train under the same GRPO settings."""
+    from trl import GRPOConfig
+
+    return GRPOConfig(
+        **trainer_kwargs(cfg, common, out, report_to),
+        num_generations=cfg.num_generations,
+        max_completion_length=common.max_completion_length,
+        beta=cfg.beta,
+        entropy_coef=cfg.entropy_coef,
+        epsilon=cfg.epsilon,
+        epsilon_high=cfg.epsilon_high,
+        loss_type=cfg.loss_type,
+        scale_rewards=cfg.scale_rewards,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        num_iterations=cfg.num_iterations,
+        mask_truncated_completions=cfg.mask_truncated_completions,
+        log_completions=False,
+    )
+
+
 def run_grpo(
     cfg: GRPOParams,
     common: TrainCommon,
@@ -138,7 +164,7 @@ def run_grpo(
     ``rlvr.reward.trl.make_reward_funcs(reward_mode, judge=judge)``, each wrapped in :class:`TimedReward`."""
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     set_seed(cfg.seed)
     if reward_funcs is None:
@@ -150,22 +176,7 @@ def run_grpo(
     out = run_dir("grpo", {"grpo": cfg.model_dump(), "train": common.model_dump(), "reward": reward_mode}, model_dir,
                   seed=cfg.seed)
     report_to = setup_tracking("grpo", common.report_to, seed=cfg.seed)
-    args = GRPOConfig(
-        **trainer_kwargs(cfg, common, out, report_to),
-        num_generations=cfg.num_generations,
-        max_completion_length=common.max_completion_length,
-        beta=cfg.beta,
-        entropy_coef=cfg.entropy_coef,
-        epsilon=cfg.epsilon,
-        epsilon_high=cfg.epsilon_high,
-        loss_type=cfg.loss_type,
-        scale_rewards=cfg.scale_rewards,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        num_iterations=cfg.num_iterations,
-        mask_truncated_completions=cfg.mask_truncated_completions,
-        log_completions=False,
-    )
+    args = grpo_config(cfg, common, out, report_to)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     curves = TsvCurves(curves_path, GRPO_CURVES, mirror=Path(out) / "curves.tsv")
     trainer = GRPOTrainer(

@@ -54,7 +54,7 @@ from rlvr.train.local.common import (
     train_and_publish,
     trainer_kwargs,
 )
-from rlvr.train.local.grpo import GRPO_CURVES, GRPOParams, TimedReward
+from rlvr.train.local.grpo import GRPO_CURVES, GRPOParams, TimedReward, grpo_config
 
 if TYPE_CHECKING:
     from rlvr.generate import Generator
@@ -250,7 +250,7 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
 
     from datasets import Dataset
     from transformers import AutoTokenizer
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOTrainer
 
     from rlvr.reward.trl import make_reward_funcs
 
@@ -279,22 +279,7 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     out = run_dir("repair", {"train": cfg.model_dump(), "common": common.model_dump(),
                              "env": env_cfg.model_dump(mode="json")}, model_dir)
     report_to = setup_tracking("repair", common.report_to)
-    args = GRPOConfig(
-        **trainer_kwargs(cfg, common, out, report_to),
-        num_generations=cfg.num_generations,
-        max_completion_length=common.max_completion_length,
-        beta=cfg.beta,
-        entropy_coef=cfg.entropy_coef,
-        epsilon=cfg.epsilon,
-        epsilon_high=cfg.epsilon_high,
-        loss_type=cfg.loss_type,
-        scale_rewards=cfg.scale_rewards,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        num_iterations=cfg.num_iterations,
-        mask_truncated_completions=cfg.mask_truncated_completions,
-        log_completions=False,
-    )
+    args = grpo_config(cfg, common, out, report_to)
     policy = str(model_dir)
     if cfg.warmup_epochs > 0:
         policy, metrics["warmup"] = _warm_start(cfg, common, model_dir, contexts, out / "warmup")
