@@ -16,9 +16,10 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from rlvr.config import Section
+from rlvr.data.bundled import sha256_file
 from rlvr.data.schema import Problem, read_problems
 from rlvr.eval.protocol import evaluate
-from rlvr.eval.provenance import file_sha256, model_tag
+from rlvr.eval.provenance import model_tag
 from rlvr.generate import Generator, SamplingParams, make_generator
 
 __all__ = ["BaselineParams", "DatasetSelection", "baseline_model_tag", "make_baseline_generator", "run_baseline",
@@ -121,7 +122,7 @@ def baseline_model_tag(cfg: BaselineParams, gen: Generator, dataset: str | None 
         return model_tag(cfg.model)
     if cfg.backend == "samples" and dataset is not None and dataset in cfg.samples:
         path = Path(cfg.samples[dataset])
-        return f"samples:{path.name}@{file_sha256(path)[:16]}"
+        return f"samples:{path.name}@{sha256_file(path)[:16]}"
     return gen.model_id
 
 

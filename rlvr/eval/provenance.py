@@ -12,21 +12,14 @@ import hashlib
 import json
 from pathlib import Path
 
-__all__ = ["MODEL_FILES", "file_sha256", "model_hash", "model_tag", "tag_of"]
+from rlvr.data.bundled import sha256_file
+
+__all__ = ["MODEL_FILES", "model_hash", "model_tag", "tag_of"]
 
 #: Files of a model folder that determine its completions: weights, config, tokenizer, chat template, and the
 #: ``model.json`` Hub reference written by the ``model`` stage for non-tiny models.
 MODEL_FILES = ("*.safetensors", "config.json", "generation_config.json", "tokenizer*.json", "chat_template*", "*.model",
                "vocab.json", "merges.txt", "model.json")
-
-
-def file_sha256(path: str | Path) -> str:
-    """sha256 hex digest of a file's bytes, read in 1 MiB blocks. Raises ``OSError`` when unreadable."""
-    h = hashlib.sha256()
-    with Path(path).open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def model_hash(model_dir: str | Path) -> dict[str, str]:
@@ -42,7 +35,7 @@ def model_hash(model_dir: str | Path) -> dict[str, str]:
         raise FileNotFoundError(f"{d}: no model files (config.json / *.safetensors / model.json)")
     h = hashlib.sha256()
     for f in files:
-        h.update(f"{f.name}\0{file_sha256(f)}\n".encode())
+        h.update(f"{f.name}\0{sha256_file(f)}\n".encode())
     mid = str(d)
     if (d / "model.json").is_file() and not (d / "config.json").is_file():
         try:
