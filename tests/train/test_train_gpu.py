@@ -1,4 +1,5 @@
-"""GPU smoke test of the local engine (TRL on transformers): SFT then GRPO on a tiny Qwen2 on CUDA.
+"""GPU smoke tests of the local engine (TRL on transformers) on a tiny Qwen2 on CUDA: SFT then GRPO, and the repair
+stage's trainer (rollouts, warm start, unrolled multi-turn GRPO).
 
 Skipped without a CUDA device (tests/conftest.py). Run on a GPU machine with:
 ``pytest -m gpu tests/train/test_train_gpu.py``; the result of the last run is in the README (Training section).
@@ -64,3 +65,29 @@ def test_sft_then_grpo_on_cuda(tmp_path):
     assert torch.cuda.max_memory_allocated() > 0  # the trainers ran on the GPU
     peak = torch.cuda.max_memory_allocated() / 2**20
     print(f"GPU {torch.cuda.get_device_name(0)}: peak {peak:.1f} MiB; sft {sft}; grpo {grpo}")
+
+
+def test_repair_training_on_cuda(tmp_path):
+    """The repair stage's trainer on CUDA: the policy's own rollouts (hf backend on the GPU), a supervised warm start
+    and unrolled multi-turn GRPO steps (rlvr.train.local.repair)."""
+    import torch
+
+    from rlvr.repair.env import EnvConfig
+    from rlvr.train.local.repair import RepairTrainParams, run_repair_training
+
+    assert torch.cuda.is_available()
+    torch.cuda.reset_peak_memory_stats()
+    base = build_model(tmp_path / "base")
+    train = [p for p in small_family() if p.split == "train"]
+    common = TrainCommon(report_to=["none"], logging_steps=1, save_steps=10, max_prompt_length=256,
+                         max_completion_length=16)
+    cfg = RepairTrainParams(max_steps=2, num_generations=4, per_device_train_batch_size=8, rollout_samples=2,
+                            rollout_max_new_tokens=16, warmup_epochs=1)
+    m = run_repair_training(cfg, EnvConfig(turns=2), common, base, train, FakeJudge(), tmp_path / "repair",
+                            tmp_path / "repair.tsv")
+    # a random-init policy fails every first attempt, so every problem yields repair contexts
+    assert m["rollouts"]["contexts"] > 0 and not m["skipped"] and m["steps"] == 2
+    assert m["warmup"]["steps"] >= 1 and (tmp_path / "repair" / "config.json").is_file()
+    assert torch.cuda.max_memory_allocated() > 0  # rollouts and trainers ran on the GPU
+    print(f"GPU {torch.cuda.get_device_name(0)}: peak {torch.cuda.max_memory_allocated() / 2**20:.1f} MiB; "
+          f"repair {m}")
