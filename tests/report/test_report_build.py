@@ -208,8 +208,8 @@ def test_repair_section_before_after(complete):
 
 
 def test_repair_section_tolerates_missing_keys(tmp_path):
-    from rlvr.report.build import repair_section
     from rlvr.report.collect import collect
+    from rlvr.report.quality import repair_section
 
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "repair.json").write_text(json.dumps({"mbpp": {"recovery_rate": 0.0, "n": 20}}))
@@ -221,8 +221,8 @@ def test_repair_section_tolerates_missing_keys(tmp_path):
 
 
 def test_final_section_headline_of_a_phase_not_run(tmp_path):
-    from rlvr.report.build import final_section
     from rlvr.report.collect import collect
+    from rlvr.report.quality import final_section
 
     (tmp_path / "metrics" / "final").mkdir(parents=True)
     (tmp_path / "metrics" / "final" / "eval.json").write_text(json.dumps(
