@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 
 from rlvr.config import dump_resolved, load_section
+from rlvr.data import audit
 from rlvr.data import governance as gov
 from rlvr.data.bundled import sha256_file
 from rlvr.data.schema import write_problems
@@ -62,17 +63,17 @@ def main(params_path: str, out_dir: Path, metrics_path: Path, raw_dir: Path | No
     with atomic_dir(out_dir / "problems") as prob_dir:  # replaced whole: no stale datasets of an earlier config
         for slug, ps in kept_by_slug.items():
             write_problems(prob_dir / f"{slug}.jsonl", ps)
-    files = {"near_dup_clusters.jsonl": gov.near_dup_rows(report),
-             "contamination.jsonl": gov.contamination_rows(report),
+    files = {"near_dup_clusters.jsonl": audit.near_dup_rows(report),
+             "contamination.jsonl": audit.contamination_rows(report),
              "references.jsonl": report["reference_rows"], "removed.jsonl": report["removed"]}
     for name, rows in files.items():
         atomic_write_jsonl(out_dir / name, rows)
     outputs = [{"path": str(f.relative_to(out_dir)), "sha256": sha256_file(f)}
                for f in [*sorted((out_dir / "problems").glob("*.jsonl")), *(out_dir / n for n in files)]]
-    atomic_write_text(out_dir / "audit.md", gov.audit_markdown(report, gov.input_checksums(cfg, raw_dir), cfg,
-                                                               outputs=outputs, versions=gov.library_versions()))
+    atomic_write_text(out_dir / "audit.md", audit.audit_markdown(report, gov.input_checksums(cfg, raw_dir), cfg,
+                                                               outputs=outputs, versions=audit.library_versions()))
     dump_resolved(cfg, out_dir)
-    atomic_write_json(metrics_path, gov.governance_metrics(report, kept_by_slug))
+    atomic_write_json(metrics_path, audit.governance_metrics(report, kept_by_slug))
     click.echo(f"governance: {len(problems)} → {len(kept)} problems in {len(kept_by_slug)} datasets; "
                f"{len(report['removed'])} removed (listed in {out_dir / 'removed.jsonl'})")
 

@@ -9,16 +9,8 @@ from types import SimpleNamespace
 import pytest
 from pydantic import ValidationError
 
-from rlvr.data.governance import (
-    GovernanceParams,
-    audit_markdown,
-    contamination_rows,
-    governance_metrics,
-    near_dup_rows,
-    run_governance,
-    validate_problems,
-    verify_references,
-)
+from rlvr.data.audit import audit_markdown, contamination_rows, governance_metrics, near_dup_rows
+from rlvr.data.governance import GovernanceParams, run_governance, validate_problems, verify_references
 from rlvr.data.schema import Problem, StdioTest
 
 VOCAB = [f"w{i}" for i in range(20000)]
