@@ -34,13 +34,8 @@ from typing import Any
 from rlvr.data.bundled import non_utf8_error, parse_spec
 from rlvr.data.errors import DataError
 from rlvr.data.loaders import (
-    DEFAULT_TIME_LIMITS,
-    _get,
     _mbpp_entry_point,
-    _problem,
     _stdin,
-    _str_list,
-    _time_limit,
     check_subset_complete,
     mbpp_reg_ids,
     norm_humaneval,
@@ -48,6 +43,7 @@ from rlvr.data.loaders import (
     norm_mbpp_reg,
     norm_mbpp_sanitized,
 )
+from rlvr.data.records import DEFAULT_TIME_LIMITS, get_field, make_problem, str_list, time_limit
 from rlvr.data.schema import AssertTest, Problem, StdioTest
 
 __all__ = ["HUB", "HubDataset", "load_hub", "norm_codecontests_hub", "norm_humanevalplus_hub", "norm_mbppplus_hub"]
@@ -60,7 +56,7 @@ def norm_humanevalplus_hub(rec: dict[str, Any], where: str, split: str | None, o
     p = norm_humaneval(rec, where, split, opts)
     p.id = f"humanevalplus/{rec['task_id']}"
     p.source = "humanevalplus"
-    p.time_limit_s = _time_limit("humanevalplus", opts.get("time_limit_s")) * 10  # one test holds all inputs
+    p.time_limit_s = time_limit("humanevalplus", opts.get("time_limit_s")) * 10  # one test holds all inputs
     p.meta.update(version=opts.get("version"), origin="hub")
     return p
 
@@ -68,20 +64,20 @@ def norm_humanevalplus_hub(rec: dict[str, Any], where: str, split: str | None, o
 def norm_mbppplus_hub(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """evalplus/mbppplus (OriginFmt) record → Problem with one assert test (the ``test`` script, which calls the
     entry point by name); ``test_imports`` → ``test_setup``."""
-    tid = _get(rec, "task_id", where, (int, str))
-    prompt = _get(rec, "prompt", where)
-    code = _get(rec, "code", where)
-    test = _get(rec, "test", where)
-    tests = _str_list(rec, "test_list", where)
-    imports = _str_list(rec, "test_imports", where) if "test_imports" in rec else []
+    tid = get_field(rec, "task_id", where, (int, str))
+    prompt = get_field(rec, "prompt", where)
+    code = get_field(rec, "code", where)
+    test = get_field(rec, "test", where)
+    tests = str_list(rec, "test_list", where)
+    imports = str_list(rec, "test_imports", where) if "test_imports" in rec else []
     m = re.search(r"assertion\((\w+)\(\*inp\)", test)
     entry = m.group(1) if m else _mbpp_entry_point(code, tests[0] if tests else "")
-    return _problem(
+    return make_problem(
         where,
         id=f"mbppplus/Mbpp/{tid}", source="mbppplus", split=split or "test",
         statement=f"{prompt.strip()}\n{tests[0].strip()}" if tests else prompt.strip(),
         test_setup="\n".join(imports), entry_point=entry, tests=[AssertTest(code=test)],
-        time_limit_s=_time_limit("mbppplus", opts.get("time_limit_s")) * 10, solutions=[code.lstrip("\n")],
+        time_limit_s=time_limit("mbppplus", opts.get("time_limit_s")) * 10, solutions=[code.lstrip("\n")],
         meta={"task_id": f"Mbpp/{tid}", "version": opts.get("version"), "origin": "hub"},
     )
 
@@ -108,8 +104,8 @@ def norm_codecontests_hub(rec: dict[str, Any], where: str, split: str | None, op
     solutions and incorrect solutions. ``time_limit_s`` = ``opts['time_limit_s']`` if given, else
     max(record limit, default); ``memory_limit_mb`` = max(record limit, 1024) (Python needs more address space than
     the C++ limits assume); the record's limits are kept in ``meta``."""
-    name = _get(rec, "name", where)
-    desc = _get(rec, "description", where)
+    name = get_field(rec, "name", where)
+    desc = get_field(rec, "description", where)
     tests = _io_tests(rec, "public_tests", where, True) + _io_tests(rec, "private_tests", where, False)
     if opts.get("include_generated", True):
         tests += _io_tests(rec, "generated_tests", where, False)
@@ -119,7 +115,7 @@ def norm_codecontests_hub(rec: dict[str, Any], where: str, split: str | None, op
     max_sol = int(opts.get("max_solutions", 5))
     time_limit = (float(opts["time_limit_s"]) if opts.get("time_limit_s") is not None
                   else max(record_tl, DEFAULT_TIME_LIMITS["codecontests"]))
-    return _problem(
+    return make_problem(
         where,
         id=f"codecontests/{name}", source="codecontests", split=split or "train", statement=desc, tests=tests,
         time_limit_s=time_limit, memory_limit_mb=max(record_mb, 1024), float_tolerance=opts.get("float_tolerance"),

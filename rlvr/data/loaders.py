@@ -56,11 +56,9 @@ import ast
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from rlvr.data.bundled import (
     BundledDataset,
@@ -72,7 +70,9 @@ from rlvr.data.bundled import (
     verify_sha256,
 )
 from rlvr.data.errors import DataError
-from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
+from rlvr.data.evalplus import norm_humanevalplus, norm_mbppplus
+from rlvr.data.records import DEFAULT_TIME_LIMITS, func_docstring, get_field, make_problem, str_list, time_limit
+from rlvr.data.schema import AssertTest, Problem, StdioTest
 from rlvr.data.tolerance import statement_float_tolerance
 
 __all__ = [
@@ -84,68 +84,7 @@ __all__ = [
     "load_bundled",
     "mbpp_reg_ids",
     "mbpp_split",
-    "mbppplus_restore_inputs",
 ]
-
-#: Per-test wall-clock limit (seconds) by dataset name. LeetCode asserts can be heavy (3 of 228 reference
-#: solutions need >10 s for the whole check); CodeContests/APPS are full programs.
-DEFAULT_TIME_LIMITS: dict[str, float] = {
-    "humaneval": 10.0,
-    "mbpp": 6.0,
-    "mbpp_reg": 6.0,
-    "mbpp_sanitized": 6.0,
-    "humanevalplus": 6.0,
-    "mbppplus": 6.0,
-    "leetcode": 15.0,
-    "leetcode_contest": 10.0,
-    "codecontests": 10.0,
-    "apps": 6.0,
-}
-
-# ---------------------------------------------------------------------------------------------------------- helpers
-
-
-def _get(rec: dict[str, Any], key: str, where: str, typ: type | tuple[type, ...] = str) -> Any:
-    """``rec[key]`` checked for presence and type; :class:`DataError` names ``where`` and the field otherwise."""
-    if key not in rec or rec[key] is None:
-        raise DataError(f"{where}: field '{key}': missing")
-    val = rec[key]
-    if not isinstance(val, typ):
-        want = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
-        raise DataError(f"{where}: field '{key}': expected {want}, got {type(val).__name__}")
-    return val
-
-
-def _str_list(rec: dict[str, Any], key: str, where: str) -> list[str]:
-    val = _get(rec, key, where, list)
-    if not all(isinstance(x, str) for x in val):
-        raise DataError(f"{where}: field '{key}': expected a list of strings")
-    return val
-
-
-def _problem(where: str, **kw: Any) -> Problem:
-    try:
-        return Problem(**kw)
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        raise DataError(f"{where}: field '{'.'.join(map(str, e['loc']))}': {e['msg']}") from exc
-
-
-def _time_limit(name: str, override: float | None) -> float:
-    return float(override) if override is not None else DEFAULT_TIME_LIMITS.get(name, 6.0)
-
-
-def _func_docstring(code: str, func: str) -> str | None:
-    """Docstring of top-level function ``func`` in ``code`` (``None`` if absent or unparsable)."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == func:
-            return ast.get_docstring(node)
-    return None
-
 
 def _mbpp_entry_point(code: str, first_test: str) -> str | None:
     """The function of ``code`` the first assert calls (top-level ``def`` names, the one named in the test)."""
@@ -180,7 +119,7 @@ def _mbpp_statement(text: str, first_test: str) -> str:
 
 
 def _int_id(rec: dict[str, Any], where: str) -> int:
-    tid = _get(rec, "task_id", where, (int, str))
+    tid = get_field(rec, "task_id", where, (int, str))
     try:
         return int(tid)
     except ValueError as exc:
@@ -193,18 +132,18 @@ def _int_id(rec: dict[str, Any], where: str) -> int:
 
 def norm_humaneval(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """HumanEval record (``task_id, prompt, entry_point, canonical_solution, test``) → Problem (see module doc)."""
-    tid = _get(rec, "task_id", where)
-    prompt = _get(rec, "prompt", where)
-    entry = _get(rec, "entry_point", where)
-    test = _get(rec, "test", where)
-    sol = _get(rec, "canonical_solution", where)
-    doc = _func_docstring(prompt, entry)
-    return _problem(
+    tid = get_field(rec, "task_id", where)
+    prompt = get_field(rec, "prompt", where)
+    entry = get_field(rec, "entry_point", where)
+    test = get_field(rec, "test", where)
+    sol = get_field(rec, "canonical_solution", where)
+    doc = func_docstring(prompt, entry)
+    return make_problem(
         where,
         id=f"humaneval/{tid}", source="humaneval", split=split or "test",
         statement=doc or prompt, starter_code=prompt, entry_point=entry,
         tests=[AssertTest(code=f"{test}\ncheck(candidate)\n")],
-        time_limit_s=_time_limit("humaneval", opts.get("time_limit_s")),
+        time_limit_s=time_limit("humaneval", opts.get("time_limit_s")),
         solutions=[prompt + sol], meta={"task_id": tid, "statement_in_starter": doc is not None},
     )
 
@@ -212,9 +151,9 @@ def norm_humaneval(rec: dict[str, Any], where: str, split: str | None, opts: dic
 def norm_mbpp(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """Full-MBPP record (``task_id, text, code, test_list, test_setup_code, challenge_test_list``) → Problem."""
     tid = _int_id(rec, where)
-    text = _get(rec, "text", where)
-    code = _get(rec, "code", where).replace("\r\n", "\n")
-    tests = _str_list(rec, "test_list", where)
+    text = get_field(rec, "text", where)
+    code = get_field(rec, "code", where).replace("\r\n", "\n")
+    tests = str_list(rec, "test_list", where)
     if not tests:
         raise DataError(f"{where}: field 'test_list': empty")
     setup = rec.get("test_setup_code") or ""
@@ -226,12 +165,12 @@ def norm_mbpp(rec: dict[str, Any], where: str, split: str | None, opts: dict[str
         native_split = mbpp_split(tid)
     except ValueError as exc:
         raise DataError(f"{where}: field 'task_id': {exc}") from exc
-    return _problem(
+    return make_problem(
         where,
         id=f"mbpp/{tid}", source="mbpp", split=split or native_split,
         statement=_mbpp_statement(text, tests[0]), test_setup=setup.replace("\r\n", "\n"),
         entry_point=_mbpp_entry_point(code, tests[0]), tests=asserts,
-        time_limit_s=_time_limit("mbpp", opts.get("time_limit_s")), solutions=[code],
+        time_limit_s=time_limit("mbpp", opts.get("time_limit_s")), solutions=[code],
         meta={"task_id": tid, "challenge_tests": challenge},
     )
 
@@ -254,7 +193,7 @@ def norm_mbpp_reg(rec: dict[str, Any], where: str, split: str | None, opts: dict
     p.source = "mbpp_reg"
     p.meta["mbpp_split"] = p.split
     p.split = MBPP_REG_SPLIT
-    p.time_limit_s = _time_limit("mbpp_reg", opts.get("time_limit_s"))
+    p.time_limit_s = time_limit("mbpp_reg", opts.get("time_limit_s"))
     return p
 
 
@@ -282,162 +221,27 @@ def check_subset_complete(problems: list[Problem], ids: frozenset[int], where: s
 def norm_mbpp_sanitized(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """Sanitized-MBPP record (``task_id, prompt, code, test_imports, test_list, source_file``) → Problem."""
     tid = _int_id(rec, where)
-    text = _get(rec, "prompt", where)
-    code = _get(rec, "code", where).replace("\r\n", "\n")
-    tests = _str_list(rec, "test_list", where)
+    text = get_field(rec, "prompt", where)
+    code = get_field(rec, "code", where).replace("\r\n", "\n")
+    tests = str_list(rec, "test_list", where)
     if not tests:
         raise DataError(f"{where}: field 'test_list': empty")
-    imports = _str_list(rec, "test_imports", where) if "test_imports" in rec else []
+    imports = str_list(rec, "test_imports", where) if "test_imports" in rec else []
     try:
         native_split = mbpp_split(tid)
     except ValueError as exc:
         raise DataError(f"{where}: field 'task_id': {exc}") from exc
-    return _problem(
+    return make_problem(
         where,
         id=f"mbpp_sanitized/{tid}", source="mbpp_sanitized", split=split or native_split,
         statement=_mbpp_statement(text, tests[0]), test_setup="\n".join(imports),
         entry_point=_mbpp_entry_point(code, tests[0]),
         tests=[AssertTest(code=t, public=(i == 0)) for i, t in enumerate(tests)],
-        time_limit_s=_time_limit("mbpp_sanitized", opts.get("time_limit_s")), solutions=[code],
+        time_limit_s=time_limit("mbpp_sanitized", opts.get("time_limit_s")), solutions=[code],
         meta={"task_id": tid, "source_file": rec.get("source_file", "")},
     )
 
 
-def _call_tests(base: list[Any], plus: list[Any], atol: float) -> list[CallTest]:
-    return [CallTest(args=repr(list(a)), atol=atol) for a in [*base, *plus]]
-
-
-def _inputs(rec: dict[str, Any], key: str, where: str) -> list[Any]:
-    val = rec.get(key)
-    if val is None:
-        raise DataError(f"{where}: field '{key}': missing")
-    if val == {}:  # Mbpp/793 stores an empty plus_input as {}
-        return []
-    if not isinstance(val, list) or not all(isinstance(a, list | tuple) for a in val):
-        raise DataError(f"{where}: field '{key}': expected a list of argument lists")
-    return val
-
-
-def _atol(rec: dict[str, Any], where: str) -> float:
-    a = rec.get("atol", 0)
-    try:
-        return float(a or 0)
-    except (TypeError, ValueError) as exc:
-        raise DataError(f"{where}: field 'atol': not a number: {a!r}") from exc
-
-
-def norm_humanevalplus(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
-    """HumanEval+ record (``task_id, prompt, entry_point, canonical_solution, base_input, plus_input, atol``) →
-    Problem with call tests (``expected=None``)."""
-    tid = _get(rec, "task_id", where)
-    prompt = _get(rec, "prompt", where)
-    entry = _get(rec, "entry_point", where)
-    sol = _get(rec, "canonical_solution", where)
-    base, plus = _inputs(rec, "base_input", where), _inputs(rec, "plus_input", where)
-    doc = _func_docstring(prompt, entry)
-    return _problem(
-        where,
-        id=f"humanevalplus/{tid}", source="humanevalplus", split=split or "test",
-        statement=doc or prompt, starter_code=prompt, entry_point=entry,
-        tests=_call_tests(base, plus, _atol(rec, where)),
-        time_limit_s=_time_limit("humanevalplus", opts.get("time_limit_s")),
-        solutions=[prompt + sol],
-        meta={"task_id": tid, "version": opts.get("version"), "n_base": len(base), "n_plus": len(plus),
-              "statement_in_starter": doc is not None},
-    )
-
-
-# --- MBPP+ input type restoration (EvalPlus evalplus/data/mbpp.py::mbpp_deserialize_inputs): JSON cannot hold
-# tuples, sets or complex numbers, so EvalPlus rebuilds them per task id after loading. Same task lists, same
-# transformations (including its quirk of an empty dict for an empty set in Mbpp/115).
-
-
-def _tuples(xs: Iterable[Any]) -> list[Any]:
-    return [tuple(x) for x in xs]
-
-
-def _deep_tuple(x: Any) -> Any:
-    return tuple(_deep_tuple(i) for i in x) if isinstance(x, list) else x
-
-
-_MBPP_RESTORE: dict[int, Callable[[list[Any]], Any]] = {}
-for _t in (2, 116, 132, 143, 222, 261, 273, 394, 399, 421, 424, 429, 470, 560, 579, 596, 616, 630, 726, 740, 744,
-           809):
-    _MBPP_RESTORE[_t] = lambda inp: _tuples(inp)
-for _t in (63, 64, 70, 94, 120, 237, 272, 299, 400, 409, 417, 438, 473, 614, 780):
-    _MBPP_RESTORE[_t] = lambda inp: [_tuples(x) for x in inp]
-for _t in (75, 413, 444, 753):
-    _MBPP_RESTORE[_t] = lambda inp: [_tuples(inp[0]), inp[1]]
-for _t in (106, 750):
-    _MBPP_RESTORE[_t] = lambda inp: [inp[0], tuple(inp[1])]
-_MBPP_RESTORE[115] = lambda inp: [[set(x) if isinstance(x, list) and x else {} for x in inp[0]]]
-_MBPP_RESTORE[124] = lambda inp: [float(inp[0]), complex(inp[1])]
-for _t in (250, 405, 446, 617, 720, 763, 808):
-    _MBPP_RESTORE[_t] = lambda inp: [tuple(inp[0]), *inp[1:2]]
-for _t in (259, 401, 445):
-    _MBPP_RESTORE[_t] = lambda inp: [tuple(_tuples(x)) for x in inp]
-_MBPP_RESTORE[278] = lambda inp: [tuple(tuple(x) if isinstance(x, list) else x for x in inp[0])]
-_MBPP_RESTORE[307] = lambda inp: [tuple(inp[0]), inp[1], inp[2]]
-_MBPP_RESTORE[722] = lambda inp: [{k: tuple(v) for k, v in inp[0].items()}, *inp[1:]]
-_MBPP_RESTORE[252] = lambda inp: [complex(inp[0])]
-for _t in (580, 615, 791):
-    _MBPP_RESTORE[_t] = lambda inp: list(_deep_tuple(inp))
-
-
-def mbppplus_restore_inputs(task_id: str, inputs: list[list[Any]]) -> list[list[Any]]:
-    """Restore Python types of MBPP+ argument lists for ``task_id`` (``"Mbpp/<n>"``), as EvalPlus'
-    ``mbpp_deserialize_inputs`` does; other tasks are returned unchanged. Each result is a list of positional
-    arguments. Raises ``ValueError``/``TypeError``/``IndexError`` when an input does not have the expected shape."""
-    n = int(str(task_id).rsplit("/", 1)[-1])
-    fn = _MBPP_RESTORE.get(n)
-    if fn is None:
-        return [list(a) for a in inputs]
-    return [list(fn(a)) for a in inputs]
-
-
-# EvalPlus special oracles for MBPP+ (evalplus/eval/_special_oracle.py): outputs compared as sets (order is
-# hash-seed dependent), or only on "is not None" (the reference returns re.Match objects).
-MBPP_SET_EQ = frozenset({"similar_elements", "find_char_long", "common_in_nested_lists", "extract_singly",
-                         "larg_nnum", "intersection_array", "find_dissimilar", "Diff"})
-MBPP_NOT_NONE = frozenset({"check_str", "text_match_three", "text_starta_endb"})
-
-
-def _not_none_tests(tests: list[CallTest], solution: str, entry: str) -> list[AssertTest]:
-    """EvalPlus' not-None oracle as assert tests: the reference (defined inside the test code) decides whether the
-    result must be ``None``."""
-    return [AssertTest(code=f"{solution}\n_a = {t.args}\nassert (candidate(*_a) is not None) == "
-                            f"({entry}(*_a) is not None)\n") for t in tests]
-
-
-def norm_mbppplus(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
-    """MBPP+ record (``task_id, prompt, entry_point, canonical_solution, base_input, plus_input, atol, assertion``)
-    → Problem with call tests (``expected=None``), inputs type-restored (see :func:`mbppplus_restore_inputs`)."""
-    tid = _get(rec, "task_id", where)
-    prompt = _get(rec, "prompt", where)
-    entry = _get(rec, "entry_point", where)
-    sol = _get(rec, "canonical_solution", where)
-    base, plus = _inputs(rec, "base_input", where), _inputs(rec, "plus_input", where)
-    try:
-        base, plus = mbppplus_restore_inputs(tid, base), mbppplus_restore_inputs(tid, plus)
-    except (ValueError, TypeError, IndexError, AttributeError) as exc:
-        raise DataError(f"{where}: field 'base_input/plus_input': type restoration failed: {exc}") from exc
-    statement = prompt.strip().strip('"').strip()
-    tests: list[Any] = _call_tests(base, plus, _atol(rec, where))
-    oracle = "set_eq" if entry in MBPP_SET_EQ else ("not_none" if entry in MBPP_NOT_NONE else None)
-    if oracle == "not_none":
-        tests = _not_none_tests(tests, sol, entry)
-    return _problem(
-        where,
-        id=f"mbppplus/{tid}", source="mbppplus", split=split or "test",
-        statement=statement, entry_point=entry, tests=tests,
-        time_limit_s=_time_limit("mbppplus", opts.get("time_limit_s")), solutions=[sol.lstrip("\n")],
-        meta={"task_id": tid, "version": opts.get("version"), "n_base": len(base), "n_plus": len(plus),
-              "assertion": rec.get("assertion", ""), "evalplus_oracle": oracle},
-    )
-
-
-# LeetCode helpers (the standard definitions LeetCode shows in its comments) and DeepSeek's Python import helper
-# (Evaluation/LeetCode/human_eval/evaluation.py IMPORT_HELPER, without numpy, which the sandbox need not have).
 LEETCODE_HELPERS = '''
 class ListNode:
     def __init__(self, val=0, next=None):
@@ -479,15 +283,15 @@ def _split_check(test: str) -> list[str] | None:
 def norm_leetcode(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """LeetCodeDataset record (v0.3.1: ``problem_description, starter_code``…; v0.2.0: ``meta.question_title``,
     ``meta.lang_code``…; both ``task_id, prompt, completion, entry_point, test``) → Problem (see module doc)."""
-    slug = _get(rec, "task_id", where)
-    preamble = _get(rec, "prompt", where)
-    entry = _get(rec, "entry_point", where)
-    test = _get(rec, "test", where)
-    completion = _get(rec, "completion", where)
+    slug = get_field(rec, "task_id", where)
+    preamble = get_field(rec, "prompt", where)
+    entry = get_field(rec, "entry_point", where)
+    test = get_field(rec, "test", where)
+    completion = get_field(rec, "completion", where)
     meta_in = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
     if "problem_description" in rec:
-        statement = _get(rec, "problem_description", where)
-        starter = _get(rec, "starter_code", where)
+        statement = get_field(rec, "problem_description", where)
+        starter = get_field(rec, "starter_code", where)
         meta = {"question_id": rec.get("question_id"), "difficulty": rec.get("difficulty"),
                 "tags": rec.get("tags", []), "estimated_date": rec.get("estimated_date")}
     else:
@@ -500,11 +304,11 @@ def norm_leetcode(rec: dict[str, Any], where: str, split: str | None, opts: dict
     tests = ([AssertTest(code=a) for a in asserts] if asserts
              else [AssertTest(code=f"{test}\ncheck(candidate)\n")])
     meta.update(slug=slug, check_split=asserts is not None)
-    return _problem(
+    return make_problem(
         where,
         id=f"leetcode/{slug}", source="leetcode", split=split or "test",
         statement=statement, starter_code=starter, solution_prefix=preamble, entry_point=entry, tests=tests,
-        time_limit_s=_time_limit("leetcode", opts.get("time_limit_s")), solutions=[completion], meta=meta,
+        time_limit_s=time_limit("leetcode", opts.get("time_limit_s")), solutions=[completion], meta=meta,
     )
 
 
@@ -520,22 +324,22 @@ def _split_contest_test(test: str) -> list[str]:
 def norm_leetcode_contest(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """DeepSeek-Coder LeetCode contest record (``task_id, prompt, prompt_sft, test, meta, start_time``) → Problem
     without solutions (see module doc)."""
-    tid = _get(rec, "task_id", where)
-    prompt = _get(rec, "prompt", where)
-    test = _get(rec, "test", where)
-    statement = _get(rec, "prompt_sft", where)
+    tid = get_field(rec, "task_id", where)
+    prompt = get_field(rec, "prompt", where)
+    test = get_field(rec, "test", where)
+    statement = get_field(rec, "prompt_sft", where)
     meta_in = rec.get("meta") if isinstance(rec.get("meta"), dict) else {}
     starter = prompt.rsplit('"""\n', 1)[-1] if '"""\n' in prompt else ""
     methods = sorted(set(re.findall(r"my_solution\.(\w+)\(", test)))
     if not methods:
         raise DataError(f"{where}: field 'test': no 'my_solution.<method>(' call found")
-    return _problem(
+    return make_problem(
         where,
         id=f"leetcode_contest/{tid}", source="leetcode_contest", split=split or "test",
         statement=statement, starter_code=starter,
         solution_prefix=DEEPSEEK_IMPORT_HELPER + LEETCODE_HELPERS, entry_point=f"Solution().{methods[0]}",
         tests=[AssertTest(code=c) for c in _split_contest_test(test)],
-        time_limit_s=_time_limit("leetcode_contest", opts.get("time_limit_s")),
+        time_limit_s=time_limit("leetcode_contest", opts.get("time_limit_s")),
         meta={"task_id": tid, "url": rec.get("url"), "difficulty": meta_in.get("difficulty"),
               "question_id": meta_in.get("questionFrontendId"), "start_time": rec.get("start_time")},
     )
@@ -548,9 +352,9 @@ def _stdin(text: str) -> str:
 def norm_codecontests(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """CodeContests-subset record (``id, name, description, tests[{input, output}], solution_python3, difficulty,
     cf_tags, cluster``) → stdio Problem."""
-    pid = _get(rec, "id", where)
-    desc = _get(rec, "description", where)
-    raw_tests = _get(rec, "tests", where, list)
+    pid = get_field(rec, "id", where)
+    desc = get_field(rec, "description", where)
+    raw_tests = get_field(rec, "tests", where, list)
     tests = []
     for i, t in enumerate(raw_tests):
         if not isinstance(t, dict) or not isinstance(t.get("input"), str) or not isinstance(t.get("output"), str):
@@ -563,10 +367,10 @@ def norm_codecontests(rec: dict[str, Any], where: str, split: str | None, opts: 
     if ref is not None:
         meta["reference_check"] = ref
         meta["reference_passes"] = all(r == "ok" for r in ref)
-    return _problem(
+    return make_problem(
         where,
         id=f"codecontests/{pid}", source="codecontests", split=split or "train", statement=desc, tests=tests,
-        time_limit_s=_time_limit("codecontests", opts.get("time_limit_s")),
+        time_limit_s=time_limit("codecontests", opts.get("time_limit_s")),
         float_tolerance=opts.get("float_tolerance", statement_float_tolerance(desc)), solutions=[sol] if sol else [],
         meta=meta,
     )
@@ -586,10 +390,10 @@ def _apps_out(v: Any) -> str:
 def norm_apps(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """MapCoder APPS record (``id, description, difficulty, starter_code, sample_io, test_list``) → stdio Problem
     (MapCoder's protocol, see module doc). ``output`` must be a one-element list."""
-    pid = _get(rec, "id", where, (int, str))
-    desc = _get(rec, "description", where)
+    pid = get_field(rec, "id", where, (int, str))
+    desc = get_field(rec, "description", where)
     starter = rec.get("starter_code") or ""
-    raw = _get(rec, "test_list", where, list)
+    raw = get_field(rec, "test_list", where, list)
     samples = rec.get("sample_io") or []
     tests = []
     for i, t in enumerate(raw):
@@ -601,11 +405,11 @@ def norm_apps(rec: dict[str, Any], where: str, split: str | None, opts: dict[str
         tests.append(StdioTest(stdin=_stdin(t["input"]), stdout=_apps_out(out[0]), public=t in samples))
     call_based = bool(starter.strip())
     fn = re.search(r"def\s+(\w+)\s*\(", starter)
-    return _problem(
+    return make_problem(
         where,
         id=f"apps/{pid}", source="apps", split=split or "train",
         statement=desc.strip() + (APPS_CALL_NOTE if call_based else ""), starter_code=starter.lstrip("\n"),
-        tests=tests, time_limit_s=_time_limit("apps", opts.get("time_limit_s")),
+        tests=tests, time_limit_s=time_limit("apps", opts.get("time_limit_s")),
         float_tolerance=opts.get("float_tolerance", statement_float_tolerance(desc)),
         meta={"apps_id": pid, "difficulty": rec.get("difficulty"), "call_based": call_based,
               "fn_name": fn.group(1) if fn else None},

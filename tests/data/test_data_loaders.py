@@ -10,7 +10,8 @@ import pytest
 
 from rlvr.data.bundled import resolve
 from rlvr.data.errors import DataError
-from rlvr.data.loaders import load, load_bundled, mbpp_split, mbppplus_restore_inputs
+from rlvr.data.evalplus import mbppplus_restore_inputs
+from rlvr.data.loaders import load, load_bundled, mbpp_split
 from rlvr.data.schema import AssertTest, CallTest, StdioTest
 from rlvr.data.tolerance import statement_float_tolerance
 from rlvr.judge.literal import parse_literal
