@@ -18,13 +18,17 @@ IMG_RE = re.compile(r'<img class="chart" src="data:image/svg\+xml;base64,([A-Za-
 CFG = ReportParams(bootstrap=200, seed=0)
 
 
+def _build(root: Path) -> tuple[Path, dict, str]:
+    """Build the report of the metrics tree at ``root``: (root, summary, page html)."""
+    summary = build_report(CFG, root / "metrics", root / "data", root / "reports" / "index.html")
+    return root, summary, (root / "reports" / "index.html").read_text(encoding="utf-8")
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> tuple[Path, dict, str]:
     from conftest import write_full_tree
 
-    root = write_full_tree(tmp_path_factory.mktemp("full"))
-    summary = build_report(CFG, root / "metrics", root / "data", root / "reports" / "index.html")
-    return root, summary, (root / "reports" / "index.html").read_text(encoding="utf-8")
+    return _build(write_full_tree(tmp_path_factory.mktemp("full")))
 
 
 @pytest.mark.slow
@@ -153,9 +157,7 @@ def _section(html: str, sid: str) -> str:
 def complete(tmp_path_factory) -> tuple[Path, dict, str]:
     from conftest import write_complete_tree
 
-    root = write_complete_tree(tmp_path_factory.mktemp("complete"))
-    summary = build_report(CFG, root / "metrics", root / "data", root / "reports" / "index.html")
-    return root, summary, (root / "reports" / "index.html").read_text(encoding="utf-8")
+    return _build(write_complete_tree(tmp_path_factory.mktemp("complete")))
 
 
 @pytest.mark.slow
