@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import torch
 from train_fixtures import FakeJudge, build_model, small_family
 
 from rlvr.train.local.common import TrainCommon, resume_checkpoint, run_dir
@@ -50,6 +51,13 @@ def test_sft_trains_publishes_and_resumes(base, tmp_path):
     assert 0.0 <= m["dev"]["accepted@1"] <= 1.0 and m["dev"]["n"] == 2 and "dev_base" in m
     assert AutoModelForCausalLM.from_pretrained(out) is not None and (out / "tokenizer_config.json").is_file()
     assert _header(curves) == ["step", *SFT_CURVES] and len(curves.read_text().splitlines()) == 3
+    # an identical re-run of the finished run (2 steps, not a whole number of 3-step epochs) trains no step past
+    # max_steps and publishes the same weights
+    first = AutoModelForCausalLM.from_pretrained(out).state_dict()
+    again = run_sft(cfg, common, base, _split("train"), [], FakeJudge(), tmp_path / "again", tmp_path / "again.tsv")
+    assert again["resumed_from_step"] == 2 and again["steps"] == 2
+    second = AutoModelForCausalLM.from_pretrained(tmp_path / "again").state_dict()
+    assert all(torch.equal(first[k], second[k]) for k in first)
     # interruption after step 1: drop the last checkpoint and the published model, run again → resumes at 1
     rdir = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, base)
     shutil.rmtree(rdir / "checkpoint-2")

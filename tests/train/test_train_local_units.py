@@ -125,6 +125,11 @@ def test_run_dir_keys_on_params_and_model(tmp_path, monkeypatch):
     assert run_dir("grpo", {"lr": 1}, m, seed=3).parent.name == "seed-3"
     (m / "config.json").write_text('{"x": 1}')
     assert a != run_dir("sft", {"lr": 1}, m)
+    # retrained weights of the same size (same shape) are a different input model: no resume of the old run
+    (m / "model.safetensors").write_bytes(b"\x00" * 64)
+    b = run_dir("sft", {"lr": 1}, m)
+    (m / "model.safetensors").write_bytes(b"\x01" * 64)
+    assert b != run_dir("sft", {"lr": 1}, m)
 
 
 def test_resume_checkpoint_finds_last(tmp_path):

@@ -5,7 +5,7 @@
   (:func:`rlvr.data.schema.ground_truth`) and ``data_source``. The prompt is always
   :func:`rlvr.data.prompts.build_messages`, the one prompt every engine shows.
 * **Run folders**: intermediate checkpoints live under ``$RLVR_CACHE_DIR/train/<stage>[/seed-<n>]/<key>`` (outside
-  DVC outputs); ``key`` hashes the resolved params and the input model's identity, so a changed param never resumes
+  DVC outputs); ``key`` hashes the resolved params and the input model's content hash, so a changed param or input model never resumes
   an unrelated run, while a re-run after an interruption resumes from the last ``checkpoint-*``
   (``transformers.trainer_utils.get_last_checkpoint``). Only the final model is published to ``models/<stage>/``
   (atomically, :func:`rlvr.io.atomic_dir`).
@@ -120,21 +120,20 @@ def set_seed(seed: int) -> None:
 
 
 def _model_identity(model_dir: str | Path) -> str:
-    """A cheap identity of a model folder: config.json text plus file names and sizes (no weight hashing, which
-    would cost minutes for a 7B model). A Hub id is its own identity."""
+    """Identity of the input model: the sha256 of its weights, config and tokenizer files
+    (:func:`rlvr.eval.provenance.model_hash`, the hash the evaluations key on), so a retrained input model of the same
+    shape never resumes the previous run's checkpoints. A Hub id (no local folder) is its own identity."""
+    from rlvr.eval.provenance import model_hash
+
     p = Path(model_dir)
-    if not p.is_dir():
-        return str(model_dir)
-    parts = [(p / "config.json").read_text(encoding="utf-8") if (p / "config.json").is_file() else ""]
-    parts += [f"{f.name}:{f.stat().st_size}" for f in sorted(p.iterdir()) if f.is_file()]
-    return "\n".join(parts)
+    return model_hash(p)["sha256"] if p.is_dir() else str(model_dir)
 
 
 def run_dir(stage: str, params: Mapping[str, Any], model_dir: str | Path, seed: int | None = None) -> Path:
     """Intermediate-checkpoint folder of a run: ``$RLVR_CACHE_DIR/train/<stage>[/seed-<seed>]/<key>``.
 
-    ``key`` = first 16 hex chars of sha256 over the JSON of ``params`` (sorted keys) and the input model identity,
-    so an identical re-run finds its checkpoints and any changed hyperparameter starts afresh."""
+    ``key`` = first 16 hex chars of sha256 over the JSON of ``params`` (sorted keys) and the input model's content
+    hash, so an identical re-run finds its checkpoints and any changed hyperparameter or input model starts afresh."""
     blob = json.dumps({"params": params, "model": _model_identity(model_dir)}, sort_keys=True, default=str)
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
     base = Path(RuntimeSettings().cache_dir) / "train" / stage
@@ -246,11 +245,24 @@ def train_and_publish(
     trainer: Any, run_dir_: str | Path, curves: TsvCurves, out_model_dir: str | Path
 ) -> tuple[Any, float, int]:
     """Resume ``trainer`` from the last checkpoint in ``run_dir_`` (if any), train, write the curves and publish the
-    final model to ``out_model_dir``. Returns (TRL's train result, training wall seconds, the step resumed from)."""
+    final model to ``out_model_dir``. Returns (TRL's train result, training wall seconds, the step resumed from).
+
+    A checkpoint already at ``args.max_steps`` is a finished run: its weights are loaded and published without
+    training, because ``Trainer.train`` resumed there re-enters the unfinished last epoch and takes one step past
+    ``max_steps`` when ``max_steps`` is not a whole number of epochs (seen with transformers 5.10); the result then
+    reports ``training_loss`` 0.0 as a resumed run with no step left does."""
+    from transformers.trainer_utils import TrainOutput
+
     ckpt = resume_checkpoint(run_dir_)
-    curves.load_existing(checkpoint_step(ckpt))
+    done = checkpoint_step(ckpt)
+    curves.load_existing(done)
     t0 = time.perf_counter()
-    result = trainer.train(resume_from_checkpoint=ckpt)
+    if ckpt is not None and 0 < trainer.args.max_steps <= done:
+        trainer._load_from_checkpoint(ckpt)  # transformers' own loader (full weights or adapters)
+        trainer.state.global_step = done
+        result = TrainOutput(done, 0.0, {})
+    else:
+        result = trainer.train(resume_from_checkpoint=ckpt)
     wall = time.perf_counter() - t0
     curves.write()
     publish_model(trainer, out_model_dir)
