@@ -5,8 +5,8 @@
   (:func:`rlvr.data.schema.ground_truth`) and ``data_source``. The prompt is always
   :func:`rlvr.data.prompts.build_messages`, the one prompt every engine shows.
 * **Run folders**: intermediate checkpoints live under ``$RLVR_CACHE_DIR/train/<stage>[/seed-<n>]/<key>`` (outside
-  DVC outputs); ``key`` hashes the resolved params and the input model's content hash, so a changed param or input model never resumes
-  an unrelated run, while a re-run after an interruption resumes from the last ``checkpoint-*``
+  DVC outputs); ``key`` hashes the resolved params and the input model's content hash, so a changed param or input
+  model never resumes an unrelated run, while a re-run after an interruption resumes from the last ``checkpoint-*``
   (``transformers.trainer_utils.get_last_checkpoint``). Only the final model is published to ``models/<stage>/``
   (atomically, :func:`rlvr.io.atomic_dir`).
 * **Tracking**: WandB offline unless ``WANDB_MODE`` says otherwise; one group per pipeline run (``WANDB_RUN_GROUP``,
