@@ -58,6 +58,7 @@ __all__ = [
     "DedupParams",
     "GovernanceParams",
     "ReferenceParams",
+    "canonical_set_literal",
     "dataset_slug",
     "fill_expected",
     "input_checksums",
@@ -234,6 +235,25 @@ def _is_floats(expected: str) -> bool:
     return isinstance(v, list | tuple) and bool(v) and all(isinstance(x, float) for x in v)
 
 
+def canonical_set_literal(value: str) -> str:
+    """``value`` (the ``repr`` of a set-compared output) with its elements sorted by ``repr``, so that the bytes do not
+    depend on the order a set was iterated in (which follows the interpreter's per-process string hash seed).
+
+    Only a list/tuple/set/frozenset literal is re-ordered (as a list: the test compares ``set(…)`` of both sides, so
+    the meaning is unchanged); any other value, or a ``repr`` that is not a Python literal, is returned unchanged.
+
+    >>> canonical_set_literal("('b', 'a')")
+    "['a', 'b']"
+    """
+    try:
+        items = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+    if isinstance(items, (list, tuple, set, frozenset)):
+        return repr(sorted(items, key=repr))
+    return value
+
+
 def fill_expected(
     problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2
 ) -> tuple[list[Problem], dict[str, Any]]:
@@ -281,7 +301,8 @@ def fill_expected(
             elif value is None:
                 failed += 1
             elif p.meta.get("evalplus_oracle") == "set_eq":  # EvalPlus compares these outputs as sets
-                new_tests.append(AssertTest(code=f"assert set(candidate(*{t.args})) == set({value})", public=t.public))
+                code = f"assert set(candidate(*{t.args})) == set({canonical_set_literal(value)})"
+                new_tests.append(AssertTest(code=code, public=t.public))
             else:
                 atol = EVALPLUS_FLOAT_ATOL if t.atol == 0 and _is_floats(value) else t.atol
                 new_tests.append(t.model_copy(update={"expected": value, "atol": atol}))

@@ -54,7 +54,18 @@ def test_fill_expected_set_oracle_becomes_assert():
     p = _call_problem(7, 1)
     p.meta["evalplus_oracle"] = "set_eq"
     kept, _ = fill_expected([p], FakeJudge({"t/7": ["(2, 1)"]}))
-    assert kept[0].tests[0] == AssertTest(code="assert set(candidate(*[0])) == set((2, 1))")
+    assert kept[0].tests[0] == AssertTest(code="assert set(candidate(*[0])) == set([1, 2])")
+
+
+def test_fill_expected_set_oracle_is_independent_of_iteration_order():
+    # the canonical solution's set comes back in hash-seed order; the written test must have the same bytes either way
+    codes = set()
+    for order in ("('b', 'a', 'c')", "('c', 'b', 'a')", "['a', 'c', 'b']"):
+        p = _call_problem(8, 1)
+        p.meta["evalplus_oracle"] = "set_eq"
+        kept, _ = fill_expected([p], FakeJudge({"t/8": [order]}))
+        codes.add(kept[0].tests[0].code)
+    assert codes == {"assert set(candidate(*[0])) == set(['a', 'b', 'c'])"}
 
 
 def test_fill_expected_drops_problem_without_tests():
