@@ -1,11 +1,11 @@
 """A procedurally generated family of stdin/stdout tasks that a tiny model can learn on CPU in minutes.
 
 A random tiny model solves no real benchmark problem, so the smoke profile trains on this family instead: a few
-*templates* (``add``, ``sub``, ``mul``, ``mod``, ``repeat``, ``count``, ``sum_plus``, ``repeat_format``), each
-instantiated with an
+*templates* (``add``, ``sub``, ``mul``, ``mod``, ``repeat``, ``count``, ``sum_plus``), each instantiated with an
 integer *constant* ``c`` that appears in the statement ("Read an integer n and print n + 7.") and in the reference
-solution (``print(int(input()) + 7)``). The model therefore has to read the statement (template words + the
-constant) to answer; a solution is one or two lines (a few dozen tokens).
+solution (``print(int(input()) + 7)``), plus one feedback template (``judge_number``, below). The model therefore
+has to read the statement (template words + the constant) to answer; a solution is one or two lines (a few dozen
+tokens).
 
 Held-out (what ``dev`` measures, and why it is honest): for every template a seeded share (``dev_fraction``) of the
 constants is held out, so ``dev`` is the set of *unseen (template, constant) combinations*; the rest are ``train``.
@@ -18,13 +18,18 @@ minute of CPU training; wider ranges (multi-token constants) are allowed and are
 Measured (hidden 128, 2 layers, 80–150 SFT epochs, see README "Smoke profile results"): dev accepted@1 goes from
 0 (random init) to 0.5–0.9, so learning on held-out instances is visible.
 
-Feedback-dependent instances (the *format* template ``repeat_format``, for multi-turn repair): "Read a word and print
-it c times, separated as the judge expects." comes in three instances per constant, one per separator (space, comma,
-newline), with the *same* statement. A first answer, which sees only the statement, is therefore right for at most
-one of the three (greedy decoding answers the three identically); the separator is visible only in the expected
-output of the judge's feedback on the visible test. So a first-turn failure of this template can be recovered only by
-a policy that reads the feedback: what ``recovery_rate`` is meant to measure, and what a tiny model can learn (the
-separator is one token of the feedback). It is the most common wrong answer fix in practice (output format).
+The feedback template ``judge_number`` ("Print the number the judge expects.", reference ``print(7)``) is the
+smoke profile's test of multi-turn repair: its statement is the *same* for every constant, so a first answer, which
+sees only the statement, is right for at most one instance (greedy decoding answers them all alike), while the judge's
+feedback on the visible test shows the expected output, i.e. the constant. It is the smallest task where feedback is
+both necessary and sufficient, and the fix is a one-token copy from the feedback, which a 2-layer policy can learn (a
+realistic variant, the output separator read from the expected output, was tried and is not learnable at this scale:
+README, Multi-turn repair). Its dev instances are unseen *targets* of a seen statement. Its other instances are in
+split ``repair`` (:data:`REPAIR_SPLIT`), not ``train``: a first-turn prompt that does not determine the answer has
+nothing for single-turn training (SFT, DPO, GRPO on ``synthetic/train``) to learn except a guess, and training that
+guess was measured to stop the tiny policy from copying the number out of the feedback later; the repair stage
+trains on them (``repair.train.train_sets``), and they carry ``meta["needs_feedback"]`` so that repair training
+gives them no first-turn prompt either.
 
 Every instance is a :class:`rlvr.data.schema.Problem` (``source="synthetic"``, id ``synthetic/<template>-<c>``)
 with ``n_tests`` stdio tests whose inputs are drawn from ``random.Random(f"{seed}/{id}")`` and whose outputs are
@@ -48,7 +53,7 @@ from rlvr.config import Section
 from rlvr.data.schema import Problem, StdioTest
 
 __all__ = [
-    "SEPARATORS",
+    "REPAIR_SPLIT",
     "SOURCE",
     "TEMPLATES",
     "SyntheticParams",
@@ -60,31 +65,25 @@ __all__ = [
 ]
 
 SOURCE = "synthetic"
-
-
-#: Output separators of the *format* templates (name -> separator), in instance order.
-SEPARATORS: dict[str, str] = {"space": " ", "comma": ",", "newline": "\n"}
+#: Split of the feedback templates' training instances: trained only by multi-turn repair (module doc).
+REPAIR_SPLIT = "repair"
 
 
 @dataclass(frozen=True)
 class Template:
     """One task template.
 
-    ``statement``/``solution`` are ``str.format`` patterns over ``c`` (the constant) and, in the solution,
-    ``sep`` (the ``repr`` of the separator); ``make_input(rng)`` draws one stdin text (without the trailing
-    newline); ``answer(stdin, c, sep)`` computes the expected stdout (without newline).
-
-    ``formats``: a *format* template. Its statement does not say how the output is separated: the family has one
-    instance per :data:`SEPARATORS` entry with the *same* statement, so a first answer can be right for at most one
-    of them and only the judge's feedback on the visible test (its expected output) tells them apart. This is the
-    smoke profile's test of whether a policy *uses* feedback (multi-turn repair, ``recovery_rate``)."""
+    ``statement``/``solution`` are ``str.format`` patterns over ``c`` (the constant); ``make_input(rng)`` draws one
+    stdin text (without the trailing newline); ``answer(stdin, c)`` computes the expected stdout (without newline).
+    ``feedback``: a feedback template (module doc): its non-dev instances get split :data:`REPAIR_SPLIT` and
+    ``meta["needs_feedback"] = True``."""
 
     name: str
     statement: str
     solution: str
     make_input: Callable[[random.Random], str]
-    answer: Callable[[str, int, str], str]
-    formats: bool = False
+    answer: Callable[[str, int], str]
+    feedback: bool = False
 
 
 def _int(rng: random.Random) -> str:
@@ -106,23 +105,24 @@ TEMPLATES: dict[str, Template] = {
     t.name: t
     for t in (
         Template("add", "Read an integer n and print n + {c}.", "print(int(input()) + {c})",
-                 _int, lambda s, c, _: str(int(s) + c)),
+                 _int, lambda s, c: str(int(s) + c)),
         Template("sub", "Read an integer n and print n - {c}.", "print(int(input()) - {c})",
-                 _int, lambda s, c, _: str(int(s) - c)),
+                 _int, lambda s, c: str(int(s) - c)),
         Template("mul", "Read an integer n and print n * {c}.", "print(int(input()) * {c})",
-                 _int, lambda s, c, _: str(int(s) * c)),
+                 _int, lambda s, c: str(int(s) * c)),
         Template("mod", "Read an integer n and print n % {c}.", "print(int(input()) % {c})",
-                 _int, lambda s, c, _: str(int(s) % c)),
+                 _int, lambda s, c: str(int(s) % c)),
         Template("repeat", "Read a word and print it {c} times, separated by spaces.",
-                 "print(' '.join([input()] * {c}))", _word, lambda s, c, _: " ".join([s] * c)),
+                 "print(' '.join([input()] * {c}))", _word, lambda s, c: " ".join([s] * c)),
         Template("count", "Print the numbers from 1 to {c}, one per line.",
                  "for i in range(1, {c} + 1):\n    print(i)", lambda rng: "",
-                 lambda s, c, _: "\n".join(str(i) for i in range(1, c + 1))),
+                 lambda s, c: "\n".join(str(i) for i in range(1, c + 1))),
         Template("sum_plus", "Read two integers a and b and print a + b + {c}.",
                  "a, b = map(int, input().split())\nprint(a + b + {c})",
-                 _two, lambda s, c, _: str(sum(map(int, s.split())) + c)),
-        Template("repeat_format", "Read a word and print it {c} times, separated as the judge expects.",
-                 "print({sep}.join([input()] * {c}))", _word, lambda s, c, sep: sep.join([s] * c), formats=True),
+                 _two, lambda s, c: str(sum(map(int, s.split())) + c)),
+        # feedback template (module doc): the constant is not in the statement, only in the expected output
+        Template("judge_number", "Print the number the judge expects.", "print({c})",
+                 lambda rng: "", lambda s, c: str(c), feedback=True),
     )
 }
 
@@ -160,17 +160,13 @@ def completion_for(solution: str) -> str:
     return f"```python\n{solution.rstrip()}\n```"
 
 
-def _instance(t: Template, c: int, split: str, seed: int, n_tests: int, fmt: str | None = None) -> Problem:
-    pid = f"{SOURCE}/{t.name}-{c}" + (f"-{fmt}" if fmt else "")
-    sep = SEPARATORS[fmt] if fmt else ""
+def _instance(t: Template, c: int, split: str, seed: int, n_tests: int) -> Problem:
+    pid = f"{SOURCE}/{t.name}-{c}"
     rng = random.Random(f"{seed}/{pid}")
     tests = []
     for _ in range(n_tests):
         stdin = t.make_input(rng)
-        tests.append(StdioTest(stdin=stdin + "\n" if stdin else "", stdout=t.answer(stdin, c, sep) + "\n"))
-    meta: dict[str, object] = {"template": t.name, "constant": c}
-    if fmt:
-        meta["format"] = fmt
+        tests.append(StdioTest(stdin=stdin + "\n" if stdin else "", stdout=t.answer(stdin, c) + "\n"))
     return Problem(
         id=pid,
         source=SOURCE,
@@ -179,10 +175,10 @@ def _instance(t: Template, c: int, split: str, seed: int, n_tests: int, fmt: str
         tests=tests,
         time_limit_s=2.0,
         memory_limit_mb=256,
-        solutions=[t.solution.format(c=c, sep=repr(sep))],
+        solutions=[t.solution.format(c=c)],
         # A near miss (the constant off by one): the dataset's known-wrong solution, used for DPO dataset pairs.
-        incorrect_solutions=[t.solution.format(c=c + 1, sep=repr(sep))],
-        meta=meta,
+        incorrect_solutions=[t.solution.format(c=c + 1)],
+        meta={"template": t.name, "constant": c, **({"needs_feedback": True} if t.feedback else {})},
     )
 
 
@@ -194,12 +190,9 @@ def generate(
     dev_fraction: float = 0.25,
     n_tests: int = 5,
 ) -> list[Problem]:
-    """All instances of the family: one :class:`Problem` per (template, constant), and for a *format* template one per
-    (template, constant, separator) (id ``synthetic/<template>-<c>-<separator name>``); ``split`` ``train`` or ``dev``.
+    """All instances of the family: one :class:`Problem` per (template, constant), ``split`` ``train`` or ``dev``.
 
-    Order: templates in :data:`TEMPLATES` order, constants ascending, separators in :data:`SEPARATORS` order. All
-    separators of a held-out constant are ``dev`` (so a dev statement is never trained on). The dev constants of
-    each template are
+    Order: templates in :data:`TEMPLATES` order, constants ascending. The dev constants of each template are
     ``round(dev_fraction * n_constants)`` (at least 1) drawn by ``random.Random(f"{seed}/{template}")``.
     Raises ``ValueError`` for an unknown template name or an empty constant range."""
     names = list(templates) if templates else list(TEMPLATES)
@@ -213,11 +206,10 @@ def generate(
     out: list[Problem] = []
     for name in names:
         dev = set(random.Random(f"{seed}/{name}").sample(constants, n_dev))
-        t = TEMPLATES[name]
         for c in constants:
-            split = "dev" if c in dev else "train"
-            for fmt in SEPARATORS if t.formats else [None]:
-                out.append(_instance(t, c, split, seed, n_tests, fmt))
+            t = TEMPLATES[name]
+            split = "dev" if c in dev else (REPAIR_SPLIT if t.feedback else "train")
+            out.append(_instance(t, c, split, seed, n_tests))
     return out
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.data.schema import StdioTest
 from rlvr.data.synthetic import (
-    SEPARATORS,
+    REPAIR_SPLIT,
     TEMPLATES,
     SyntheticParams,
     completion_for,
@@ -26,12 +26,11 @@ def test_deterministic_given_seed():
 
 def test_splits_hold_out_constants_per_template():
     ps = generate(seed=0, min_constant=2, max_constant=21, dev_fraction=0.25)
-    per_constant = {name: len(SEPARATORS) if t.formats else 1 for name, t in TEMPLATES.items()}
-    assert len(ps) == sum(per_constant.values()) * 20
+    assert len(ps) == len(TEMPLATES) * 20
     assert len({p.id for p in ps}) == len(ps)
     for name in TEMPLATES:
         mine = [p for p in ps if p.meta["template"] == name]
-        assert sum(p.split == "dev" for p in mine) == 5 * per_constant[name]
+        assert sum(p.split == "dev" for p in mine) == 5
     # every dev constant is seen in train under some other template (dev tests composition, not new tokens)
     train_consts = {p.meta["constant"] for p in ps if p.split == "train"}
     assert {p.meta["constant"] for p in ps if p.split == "dev"} <= train_consts
@@ -46,16 +45,15 @@ def test_statement_and_solution_carry_the_constant():
     assert all(int(t.stdout) == int(t.stdin) + 7 for t in p.tests)
 
 
-def test_format_template_needs_the_feedback():
-    # one statement, three separators: only the expected output (the judge's feedback) tells the instances apart
-    ps = [p for p in generate() if p.meta["template"] == "repeat_format" and p.meta["constant"] == 4]
-    assert [p.id for p in ps] == [f"synthetic/repeat_format-4-{f}" for f in SEPARATORS]
-    assert len({p.statement for p in ps}) == 1 and "4 times" in ps[0].statement
-    assert len({p.split for p in ps}) == 1  # a held-out constant holds out all its separators
-    for p in ps:
-        sep = SEPARATORS[p.meta["format"]]
-        assert p.solutions == [f"print({sep!r}.join([input()] * 4))"]
-        assert all(t.stdout == sep.join([t.stdin.strip()] * 4) + "\n" for t in p.tests)
+def test_feedback_template_hides_the_constant_from_the_statement():
+    ps = [p for p in generate() if p.meta["template"] == "judge_number"]
+    assert len(ps) == 8 and len({p.statement for p in ps}) == 1 and not any(ch.isdigit() for ch in ps[0].statement)
+    # not single-turn training data: split "repair" (trained by the repair stage) or held-out "dev"
+    assert {p.split for p in ps} == {REPAIR_SPLIT, "dev"} and all(p.meta["needs_feedback"] for p in ps)
+    assert not any(p.meta.get("needs_feedback") for p in generate() if p.meta["template"] != "judge_number")
+    for p in ps:  # the expected output is the constant: only the judge's feedback shows it
+        assert p.solutions == [f"print({p.meta['constant']})"]
+        assert all(t.stdout == f"{p.meta['constant']}\n" for t in p.tests)
 
 
 def test_completion_format_is_extractable():

@@ -165,3 +165,41 @@ def test_real_judge_end_to_end(judge):
     body = json.dumps(env.messages)
     assert all(f"```\\n{t.stdin.strip()}\\n```" not in body for t in hid)
     assert env.judge_s > 0
+
+
+
+class FeedbackReader:
+    """A policy for the synthetic ``judge_number`` template: turn 1 guesses 5; later turns copy the number from the
+    *expected output* of the judge's feedback (``use_feedback=False``: keeps guessing)."""
+
+    model_id = "feedback-reader"
+
+    def __init__(self, use_feedback: bool) -> None:
+        self.use_feedback = use_feedback
+        self.stats = GenerationStats()
+
+    def generate(self, prompts, n, sampling, ids=None):
+        import re
+
+        from rlvr.data.synthetic import completion_for
+
+        out = []
+        for p in prompts:
+            number = "5"
+            if self.use_feedback and len(p) > 1:
+                number = re.search(r"Expected output:\n```\n(\d+)\n```", p[-1]["content"]).group(1)
+            out.append([Completion(completion_for(f"print({number})"), 9, "stop")])
+        return out
+
+
+@pytest.mark.parametrize(("use_feedback", "rate"), [(True, 1.0), (False, 0.0)])
+def test_feedback_template_is_recoverable_only_from_feedback(judge, use_feedback, rate):
+    # the synthetic judge_number template: one statement for every constant, so a first answer fits one instance;
+    # the constant is the visible test's expected output, which the feedback shows
+    from rlvr.data.synthetic import generate
+
+    ps = generate(templates=["judge_number"], min_constant=4, max_constant=6)
+    assert len({p.statement for p in ps}) == 1
+    m = run_repair(ps, FeedbackReader(use_feedback), judge, EnvConfig(turns=2), SamplingParams())
+    assert m["accepted@1"] == pytest.approx(1 / 3) and m["first_turn_failures"] == 2
+    assert m["recovery_rate"] == rate
