@@ -59,7 +59,7 @@ def test_sft_trains_publishes_and_resumes(base, tmp_path):
     second = AutoModelForCausalLM.from_pretrained(tmp_path / "again").state_dict()
     assert all(torch.equal(first[k], second[k]) for k in first)
     # interruption after step 1: drop the last checkpoint and the published model, run again → resumes at 1
-    rdir = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, base)
+    rdir = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, base, problems=_split("train"))
     shutil.rmtree(rdir / "checkpoint-2")
     shutil.rmtree(out)
     assert resume_checkpoint(rdir).endswith("checkpoint-1")

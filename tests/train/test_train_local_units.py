@@ -132,6 +132,20 @@ def test_run_dir_keys_on_params_and_model(tmp_path, monkeypatch):
     assert b != run_dir("sft", {"lr": 1}, m)
 
 
+def test_run_dir_keys_on_the_training_problems(tmp_path, monkeypatch):
+    # same params and input model, another training set (e.g. governed data changed): a fresh run, never a resume
+    # of the old run's finished checkpoint
+    from rlvr.data.synthetic import generate
+
+    monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
+    ps = generate(templates=["add", "sub"], max_constant=4)
+    a = run_dir("sft", {"lr": 1}, "hub/model", problems=ps)
+    assert a == run_dir("sft", {"lr": 1}, "hub/model", problems=list(reversed(ps)))  # order does not matter
+    assert a != run_dir("sft", {"lr": 1}, "hub/model", problems=ps[1:])
+    changed = [ps[0].model_copy(update={"statement": "other"}), *ps[1:]]
+    assert a != run_dir("sft", {"lr": 1}, "hub/model", problems=changed)
+
+
 def test_resume_checkpoint_finds_last(tmp_path):
     assert resume_checkpoint(tmp_path / "missing") is None
     assert resume_checkpoint(tmp_path) is None

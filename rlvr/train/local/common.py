@@ -129,12 +129,16 @@ def _model_identity(model_dir: str | Path) -> str:
     return model_hash(p)["sha256"] if p.is_dir() else str(model_dir)
 
 
-def run_dir(stage: str, params: Mapping[str, Any], model_dir: str | Path, seed: int | None = None) -> Path:
+def run_dir(stage: str, params: Mapping[str, Any], model_dir: str | Path, seed: int | None = None,
+            problems: Sequence[Problem] = ()) -> Path:
     """Intermediate-checkpoint folder of a run: ``$RLVR_CACHE_DIR/train/<stage>[/seed-<seed>]/<key>``.
 
-    ``key`` = first 16 hex chars of sha256 over the JSON of ``params`` (sorted keys) and the input model's content
-    hash, so an identical re-run finds its checkpoints and any changed hyperparameter or input model starts afresh."""
-    blob = json.dumps({"params": params, "model": _model_identity(model_dir)}, sort_keys=True, default=str)
+    ``key`` = first 16 hex chars of sha256 over the JSON of ``params`` (sorted keys), the input model's content
+    hash and the training problems (sorted ``(id, Problem.content_sha256())`` pairs), so an identical re-run finds
+    its checkpoints and any changed hyperparameter, input model or training set starts afresh."""
+    data = sorted((p.id, p.content_sha256()) for p in problems)
+    blob = json.dumps({"params": params, "model": _model_identity(model_dir), "problems": data}, sort_keys=True,
+                      default=str)
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
     base = Path(RuntimeSettings().cache_dir) / "train" / stage
     if seed is not None:

@@ -238,7 +238,8 @@ def run_dpo(
     from trl import DPOConfig, DPOTrainer
 
     set_seed(cfg.seed)
-    out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir)
+    out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir,
+                  problems=train_problems)
     pairs_file = out / "pairs.jsonl"
     stats_file = out / "pairs.stats.json"
     t0 = time.perf_counter()

@@ -174,7 +174,7 @@ def run_grpo(
     funcs = [TimedReward(f) for f in reward_funcs]
     ds = Dataset.from_list([{k: v for k, v in r.items() if k != "id"} for r in grpo_rows(train_problems)])
     out = run_dir("grpo", {"grpo": cfg.model_dump(), "train": common.model_dump(), "reward": reward_mode}, model_dir,
-                  seed=cfg.seed)
+                  seed=cfg.seed, problems=train_problems)
     report_to = setup_tracking("grpo", common.report_to, seed=cfg.seed)
     args = grpo_config(cfg, common, out, report_to)
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir))

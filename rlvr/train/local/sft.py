@@ -102,7 +102,8 @@ def run_sft(
     if not pairs:
         raise ValueError(f"sft: the judge accepted none of {stats['candidates']} reference solutions")
     ds = Dataset.from_list([{k: v for k, v in r.items() if k != "id"} for r in sft_rows(pairs)])
-    out = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, model_dir)
+    out = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, model_dir,
+                  problems=train_problems)
     report_to = setup_tracking("sft", common.report_to)
     args = SFTConfig(
         **trainer_kwargs(cfg, common, out, report_to),
