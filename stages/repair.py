@@ -68,7 +68,7 @@ def main(params_path: str, problems_dir: Path, model_dir: str | None, out_model:
         else:
             common = load_section("train", TrainCommon, params_path)
             engine = load_engine(params_path)
-            train = load_problem_sets(problems_dir, common.train_sets)
+            train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)
             if engine == "verl":
                 from rlvr.repair.verl_tool import run_repair_verl
 

@@ -74,6 +74,15 @@ def test_first_turn_contexts_hold_the_prompt_and_hidden_tests_only():
     assert row["turn"] == 1 and "HID_" not in json.dumps(row["prompt"])
 
 
+def test_first_turn_contexts_skip_problems_that_need_feedback():
+    # a feedback template's statement does not determine the answer: no first-turn prompt (rlvr.data.synthetic)
+    from rlvr.data.synthetic import generate
+
+    ps = generate(templates=["add", "judge_number"], min_constant=3, max_constant=4)
+    ctx = first_turn_contexts(ps, EnvConfig(turns=3))
+    assert [c.problem.id for c in ctx] == ["synthetic/add-3", "synthetic/add-4"]
+
+
 def test_turn_penalty_reward():
     f = turn_penalty_reward(0.1)
     assert f(completions=["a", "b"], turn=[2, 3]) == pytest.approx([-0.1, -0.2])

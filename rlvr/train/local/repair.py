@@ -88,6 +88,8 @@ class RepairTrainParams(GRPOParams):
             dev accepted@1 0.79 → 0.36 while recovery rose 0 → 1/9).
         warmup_epochs: epochs of the supervised warm start on the repair contexts (0 = none; module doc, step 2).
         warmup_learning_rate: its learning rate.
+        train_sets: ``"<dataset>/<split>"`` problem sets the repair training plays (empty = ``train.train_sets``),
+            e.g. ``synthetic/train`` plus the feedback templates' ``synthetic/repair``.
     ``max_steps: 0`` skips training: the input model is published unchanged (``metrics.skipped``)."""
 
     max_steps: int = Field(-1, ge=-1)
@@ -99,6 +101,7 @@ class RepairTrainParams(GRPOParams):
     include_first_turn: bool = True
     warmup_epochs: float = Field(0.0, ge=0)
     warmup_learning_rate: float = Field(1e-3, gt=0)
+    train_sets: list[str] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -162,11 +165,15 @@ def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: 
 
 
 def first_turn_contexts(problems: Sequence[Problem], env_cfg: EnvConfig) -> list[RepairContext]:
-    """The turn-1 context (the first prompt of :class:`rlvr.repair.env.RepairEnv`) of every problem, ``turn=1``."""
+    """The turn-1 context (the first prompt of :class:`rlvr.repair.env.RepairEnv`) of every problem, ``turn=1``,
+    except problems marked ``meta["needs_feedback"]`` (their statement does not determine the answer, so a first-turn
+    prompt has nothing to learn but a guess: :mod:`rlvr.data.synthetic`, feedback templates)."""
     from rlvr.repair.env import RepairEnv
 
     out = []
     for p in problems:
+        if p.meta.get("needs_feedback"):
+            continue
         env = RepairEnv(p, None, env_cfg)  # the constructor only splits the tests and builds the prompt
         out.append(RepairContext(p, env.hidden, tuple((m["role"], m["content"]) for m in env.messages), 1))
     return out
@@ -277,7 +284,7 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     if env_cfg.turn_penalty > 0:
         funcs.append(turn_penalty_reward(env_cfg.turn_penalty))
     out = run_dir("repair", {"train": cfg.model_dump(), "common": common.model_dump(),
-                             "env": env_cfg.model_dump(mode="json")}, model_dir)
+                             "env": env_cfg.model_dump(mode="json")}, model_dir, problems=train_problems)
     report_to = setup_tracking("repair", common.report_to)
     args = grpo_config(cfg, common, out, report_to)
     policy = str(model_dir)
