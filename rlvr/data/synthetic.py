@@ -22,14 +22,13 @@ The feedback template ``judge_number`` ("Print the number the judge expects.", r
 smoke profile's test of multi-turn repair: its statement is the *same* for every constant, so a first answer, which
 sees only the statement, is right for at most one instance (greedy decoding answers them all alike), while the judge's
 feedback on the visible test shows the expected output, i.e. the constant. It is the smallest task where feedback is
-both necessary and sufficient, and the fix is a one-token copy from the feedback, which a 2-layer policy can learn (a
-realistic variant, the output separator read from the expected output, was tried and is not learnable at this scale:
-README, Multi-turn repair). Its dev instances are unseen *targets* of a seen statement. Its other instances are in
-split ``repair`` (:data:`REPAIR_SPLIT`), not ``train``: a first-turn prompt that does not determine the answer has
-nothing for single-turn training (SFT, DPO, GRPO on ``synthetic/train``) to learn except a guess, and training that
-guess was measured to stop the tiny policy from copying the number out of the feedback later; the repair stage
-trains on them (``repair.train.train_sets``), and they carry ``meta["needs_feedback"]`` so that repair training
-gives them no first-turn prompt either.
+both necessary and sufficient: the fix is a one-token copy from the feedback. (Measured: the smoke profile's
+2-layer policy does *not* learn that copy, nor a realistic variant that reads the output separator from the expected
+output; README, Smoke profile results.) Its dev instances are unseen *targets* of a seen statement. Its other
+instances are in split ``repair`` (:data:`REPAIR_SPLIT`), not ``train``: a first-turn prompt that does not determine
+the answer has nothing for single-turn training (SFT, DPO, GRPO on ``synthetic/train``) to learn except a guess; the
+repair stage trains on them (``repair.train.train_sets``), and they carry ``meta["needs_feedback"]`` so that repair
+training gives them no first-turn prompt either.
 
 Every instance is a :class:`rlvr.data.schema.Problem` (``source="synthetic"``, id ``synthetic/<template>-<c>``)
 with ``n_tests`` stdio tests whose inputs are drawn from ``random.Random(f"{seed}/{id}")`` and whose outputs are
@@ -206,8 +205,8 @@ def generate(
     out: list[Problem] = []
     for name in names:
         dev = set(random.Random(f"{seed}/{name}").sample(constants, n_dev))
+        t = TEMPLATES[name]
         for c in constants:
-            t = TEMPLATES[name]
             split = "dev" if c in dev else (REPAIR_SPLIT if t.feedback else "train")
             out.append(_instance(t, c, split, seed, n_tests))
     return out
