@@ -4,6 +4,7 @@ every stage script answers --help, and every params section a stage names exists
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -97,6 +98,16 @@ def test_stage_params_sections_exist(name):
             continue
         top = keys.split(".")[0]
         assert top in PARAMS, f"{name}: params key {keys} missing from params.yaml"
+
+
+@pytest.mark.parametrize("name", sorted(_stages()))
+def test_stage_params_list_every_section_the_script_reads(name):
+    """A section the stage file loads (``load_section("x", ...)``) but ``params`` does not name would not make the
+    stage stale when it changes (``dvc exp run -S x.y=...`` would re-use the old outputs)."""
+    st = _stages()[name]
+    read = set(re.findall(r'load_section\(\s*"([a-z_]+)"', _script(st).read_text()))
+    named = {e.split(".")[0] for e in st.get("params", []) if isinstance(e, str)}
+    assert read <= named, f"stage {name} reads params sections {sorted(read - named)} its params do not list"
 
 
 @pytest.mark.parametrize("name", sorted(_stages()))

@@ -22,9 +22,11 @@ The feedback template ``judge_number`` ("Print the number the judge expects.", r
 smoke profile's test of multi-turn repair: its statement is the *same* for every constant, so a first answer, which
 sees only the statement, is right for at most one instance (greedy decoding answers them all alike), while the judge's
 feedback on the visible test shows the expected output, i.e. the constant. It is the smallest task where feedback is
-both necessary and sufficient: the fix is a one-token copy from the feedback. (Measured: the smoke profile's
-2-layer policy does *not* learn that copy, nor a realistic variant that reads the output separator from the expected
-output; README, Smoke profile results.) Its dev instances are unseen *targets* of a seen statement. Its other
+both necessary and sufficient: the fix is a copy from the feedback. Its dev instances are unseen *targets* of a
+seen statement. With the shared range (8 one-digit constants, 6 to train on) the smoke profile's 2-layer policy does
+*not* learn that copy: it learns to repeat digits it was trained to output. With its own wide range
+(:class:`FeedbackConstants`: hundreds of two- and three-digit constants) the copy generalises to unseen numbers
+(measured with a supervised probe; README, Smoke profile results). Its other
 instances are in split ``repair`` (:data:`REPAIR_SPLIT`), not ``train``: a first-turn prompt that does not determine
 the answer has nothing for single-turn training (SFT, DPO, GRPO on ``synthetic/train``) to learn except a guess; the
 repair stage trains on them (``repair.train.train_sets``), and they carry ``meta["needs_feedback"]`` so that repair
@@ -55,6 +57,7 @@ __all__ = [
     "REPAIR_SPLIT",
     "SOURCE",
     "TEMPLATES",
+    "FeedbackConstants",
     "SyntheticParams",
     "Template",
     "completion_for",
@@ -126,12 +129,40 @@ TEMPLATES: dict[str, Template] = {
 }
 
 
+class FeedbackConstants(Section):
+    """Constants of the feedback templates (``synthetic.feedback`` in ``params.yaml``; module doc).
+
+    ``instances`` = 0: the feedback templates use the family's shared range and ``dev_fraction`` like every other
+    template. ``instances`` > 0: each feedback template gets that many constants, drawn without replacement from
+    ``[min_constant, max_constant]`` by ``random.Random(f"{seed}/{template}/constants")``, of which ``dev`` (drawn by
+    ``random.Random(f"{seed}/{template}")``) are held out as ``dev`` and the rest are split :data:`REPAIR_SPLIT`. A
+    wide range with many instances is what makes the copy from the feedback learnable by a tiny model: the answer is
+    a multi-digit number copied digit by digit, every digit occurs at every position in training, and a dev target is
+    an unseen *number* made of seen digits (README, Smoke profile results)."""
+
+    instances: int = Field(0, ge=0)
+    min_constant: int = Field(0, ge=0)
+    max_constant: int = Field(999, ge=0)
+    dev: int = Field(2, ge=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> FeedbackConstants:
+        size = self.max_constant - self.min_constant + 1
+        if self.instances and self.instances > size:
+            raise ValueError(f"feedback.instances={self.instances} > {size} constants in "
+                             f"[{self.min_constant}, {self.max_constant}]")
+        if self.instances and self.dev >= self.instances:
+            raise ValueError(f"feedback.dev={self.dev} must be < feedback.instances={self.instances}")
+        return self
+
+
 class SyntheticParams(Section):
     """Parameters of the family (a ``params.yaml`` section, e.g. ``synthetic``).
 
     Fields: ``seed`` (test inputs and the dev hold-out), ``templates`` (names from :data:`TEMPLATES`; empty = all),
     ``min_constant``/``max_constant`` (inclusive range of ``c``; ≥ 2 so ``mod`` is meaningful), ``dev_fraction``
-    (share of each template's constants held out as ``dev``), ``n_tests`` (stdio tests per instance)."""
+    (share of each template's constants held out as ``dev``), ``n_tests`` (stdio tests per instance), ``feedback``
+    (the feedback templates' own constants: :class:`FeedbackConstants`)."""
 
     seed: int = 0
     templates: list[str] = Field(default_factory=list)
@@ -139,6 +170,7 @@ class SyntheticParams(Section):
     max_constant: int = Field(9, ge=2)
     dev_fraction: float = Field(0.25, gt=0, lt=1)
     n_tests: int = Field(5, ge=1)
+    feedback: FeedbackConstants = Field(default_factory=FeedbackConstants)
 
     @model_validator(mode="after")
     def _check(self) -> SyntheticParams:
@@ -188,11 +220,14 @@ def generate(
     max_constant: int = 9,
     dev_fraction: float = 0.25,
     n_tests: int = 5,
+    feedback: FeedbackConstants | None = None,
 ) -> list[Problem]:
-    """All instances of the family: one :class:`Problem` per (template, constant), ``split`` ``train`` or ``dev``.
+    """All instances of the family: one :class:`Problem` per (template, constant), ``split`` ``train``, ``dev`` or
+    (feedback templates) :data:`REPAIR_SPLIT`.
 
     Order: templates in :data:`TEMPLATES` order, constants ascending. The dev constants of each template are
-    ``round(dev_fraction * n_constants)`` (at least 1) drawn by ``random.Random(f"{seed}/{template}")``.
+    ``round(dev_fraction * n_constants)`` (at least 1) drawn by ``random.Random(f"{seed}/{template}")``; a feedback
+    template's constants and dev count come from ``feedback`` when its ``instances`` > 0 (:class:`FeedbackConstants`).
     Raises ``ValueError`` for an unknown template name or an empty constant range."""
     names = list(templates) if templates else list(TEMPLATES)
     unknown = [n for n in names if n not in TEMPLATES]
@@ -204,9 +239,14 @@ def generate(
     n_dev = max(1, round(dev_fraction * len(constants)))
     out: list[Problem] = []
     for name in names:
-        dev = set(random.Random(f"{seed}/{name}").sample(constants, n_dev))
         t = TEMPLATES[name]
-        for c in constants:
+        mine, n_mine = constants, n_dev
+        if t.feedback and feedback is not None and feedback.instances:
+            pool = range(feedback.min_constant, feedback.max_constant + 1)
+            mine = sorted(random.Random(f"{seed}/{name}/constants").sample(pool, feedback.instances))
+            n_mine = feedback.dev
+        dev = set(random.Random(f"{seed}/{name}").sample(mine, n_mine))
+        for c in mine:
             split = "dev" if c in dev else (REPAIR_SPLIT if t.feedback else "train")
             out.append(_instance(t, c, split, seed, n_tests))
     return out
@@ -221,6 +261,7 @@ def generate_from_params(params: SyntheticParams) -> list[Problem]:
         max_constant=params.max_constant,
         dev_fraction=params.dev_fraction,
         n_tests=params.n_tests,
+        feedback=params.feedback,
     )
 
 

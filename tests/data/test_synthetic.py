@@ -8,6 +8,7 @@ from rlvr.data.schema import StdioTest
 from rlvr.data.synthetic import (
     REPAIR_SPLIT,
     TEMPLATES,
+    FeedbackConstants,
     SyntheticParams,
     completion_for,
     corpus_texts,
@@ -54,6 +55,28 @@ def test_feedback_template_hides_the_constant_from_the_statement():
     for p in ps:  # the expected output is the constant: only the judge's feedback shows it
         assert p.solutions == [f"print({p.meta['constant']})"]
         assert all(t.stdout == f"{p.meta['constant']}\n" for t in p.tests)
+
+
+def test_feedback_templates_can_have_their_own_wide_range():
+    fb = FeedbackConstants(instances=50, min_constant=10, max_constant=999, dev=3)
+    ps = generate(feedback=fb)
+    mine = [p for p in ps if p.meta["template"] == "judge_number"]
+    consts = [p.meta["constant"] for p in mine]
+    assert len(mine) == 50 and consts == sorted(set(consts)) and all(10 <= c <= 999 for c in consts)
+    assert sum(p.split == "dev" for p in mine) == 3 and {p.split for p in mine} == {REPAIR_SPLIT, "dev"}
+    assert any(c >= 100 for c in consts)  # multi-digit targets: the copy is digit by digit
+    # the other templates are untouched, and the draw is deterministic
+    others = [p.model_dump() for p in ps if p.meta["template"] != "judge_number"]
+    assert others == [p.model_dump() for p in generate() if p.meta["template"] != "judge_number"]
+    assert [p.model_dump() for p in generate(feedback=fb)] == [p.model_dump() for p in ps]
+    # instances = 0: the shared range, as before
+    assert [p.model_dump() for p in generate(feedback=FeedbackConstants())] == [p.model_dump() for p in generate()]
+    via_params = generate_from_params(SyntheticParams(feedback={"instances": 50, "min_constant": 10, "dev": 3}))
+    assert [p.model_dump() for p in via_params] == [p.model_dump() for p in ps]
+    with pytest.raises(ValueError, match=r"feedback\.instances=20 > 10 constants"):
+        FeedbackConstants(instances=20, min_constant=0, max_constant=9)
+    with pytest.raises(ValueError, match=r"feedback\.dev=5 must be < feedback\.instances=5"):
+        FeedbackConstants(instances=5, dev=5)
 
 
 def test_completion_format_is_extractable():
