@@ -25,8 +25,10 @@ feedback on the visible test shows the expected output, i.e. the constant. It is
 both necessary and sufficient: the fix is a copy from the feedback. Its dev instances are unseen *targets* of a
 seen statement. With the shared range (8 one-digit constants, 6 to train on) the smoke profile's 2-layer policy does
 *not* learn that copy: it learns to repeat digits it was trained to output. With its own wide range
-(:class:`FeedbackConstants`: hundreds of two- and three-digit constants) the copy generalises to unseen numbers
-(measured with a supervised probe; README, Smoke profile results). Its other
+(:class:`FeedbackConstants`: hundreds of two- and three-digit constants) *and* feedback that shows the expected
+output last, nearest the answer, the copy generalises to unseen numbers: dev recovery 3/4 in the repair stage, and
+1.000 dev copy accuracy in ``bench/repair_probe`` (with the policy's own output after the expected one: 0/4 and
+0.014; README, Smoke profile results). Its other
 instances are in split ``repair`` (:data:`REPAIR_SPLIT`), not ``train``: a first-turn prompt that does not determine
 the answer has nothing for single-turn training (SFT, DPO, GRPO on ``synthetic/train``) to learn except a guess; the
 repair stage trains on them (``repair.train.train_sets``), and they carry ``meta["needs_feedback"]`` so that repair
@@ -136,9 +138,10 @@ class FeedbackConstants(Section):
     template. ``instances`` > 0: each feedback template gets that many constants, drawn without replacement from
     ``[min_constant, max_constant]`` by ``random.Random(f"{seed}/{template}/constants")``, of which ``dev`` (drawn by
     ``random.Random(f"{seed}/{template}")``) are held out as ``dev`` and the rest are split :data:`REPAIR_SPLIT`. A
-    wide range with many instances is what makes the copy from the feedback learnable by a tiny model: the answer is
-    a multi-digit number copied digit by digit, every digit occurs at every position in training, and a dev target is
-    an unseen *number* made of seen digits (README, Smoke profile results)."""
+    wide range with many instances is what makes the copy from the feedback learnable by a tiny model (given feedback
+    that shows the expected output last): the answer is a multi-digit number copied digit by digit, every digit
+    occurs at every position in training, and a dev target is an unseen *number* made of seen digits (README, Smoke
+    profile results)."""
 
     instances: int = Field(0, ge=0)
     min_constant: int = Field(0, ge=0)
