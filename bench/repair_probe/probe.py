@@ -62,20 +62,19 @@ def main(min_constant: int, max_constant: int, dev_fraction: float, epochs: floa
     import tempfile
 
     import torch
-    import yaml
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
+    from rlvr.config import load_section
     from rlvr.data.synthetic import completion_for, generate
     from rlvr.judge import Judge
-    from rlvr.repair.env import EnvConfig
+    from rlvr.repair.eval import RepairParams
     from rlvr.train.local.repair import warmup_rows
 
     torch.set_num_threads(1)
     os.chdir(ROOT)
-    section = yaml.safe_load(Path("params.yaml").read_text())["repair"]
-    env_cfg = EnvConfig(**{k: section[k] for k in EnvConfig.model_fields if k in section})
+    env_cfg = load_section("repair", RepairParams, "params.yaml").env()
     problems = generate(templates=["judge_number"], min_constant=min_constant, max_constant=max_constant,
                         dev_fraction=dev_fraction)
     judge = Judge(workers=2)
