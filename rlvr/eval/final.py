@@ -30,23 +30,25 @@ import hashlib
 import importlib.metadata
 import json
 import logging
-import os
 import platform
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import Field, model_validator
-
-from rlvr.config import ConfigError, Section
 from rlvr.data.schema import Problem, read_problems
+from rlvr.eval.final_params import (
+    EvalDataset,
+    EvalParams,
+    PhaseSpec,
+    check_tuning_stages,
+    dataset_roles,
+    load_params,
+)
 from rlvr.eval.metrics import compute_metrics, pass_at_k, per_task_counts
-from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, sample_key
 from rlvr.eval.provenance import model_hash, tag_of
+from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
-from rlvr.generate.extract import extract_code
 from rlvr.io import atomic_write_json, atomic_write_jsonl
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "evaluate_resumable",
     "headline_block",
     "library_versions",
+    "load_params",
     "manifest_hashes",
     "model_hash",
     "run_eval",
@@ -67,137 +70,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class EvalDataset(Section):
-    """One dataset of the eval stage: ``name`` of ``data/governance/problems/<name>.jsonl``; ``splits`` (``None`` =
-    all); ``limit``: first N problems (cheap default runs); ``k``: also run EVAL@k on it."""
-
-    name: str
-    splits: list[str] | None = None
-    limit: int | None = Field(default=None, ge=1)
-    k: bool = False
-
-
-class PhaseSpec(Section):
-    """A phase to score: ``name`` and ``model`` folder. ``seeded``: ``model`` is a parent folder whose
-    ``seed-<n>`` children are one phase each (``grpo`` → ``grpo_seed<n>``)."""
-
-    name: str
-    model: str
-    seeded: bool = False
-
-
-def _default_phases() -> list[PhaseSpec]:
-    return [PhaseSpec(name="baseline", model="models/base"), PhaseSpec(name="sft", model="models/sft"),
-            PhaseSpec(name="dpo", model="models/dpo"), PhaseSpec(name="grpo", model="models/grpo", seeded=True),
-            PhaseSpec(name="repair", model="models/repair")]
-
-
-class EvalParams(Section):
-    """``params.yaml`` section ``eval`` (module doc for the protocol).
-
-    ``phases``: what to score; ``datasets``: Dev and Test sets (role from ``governance.datasets``); ``greedy``:
-    EVAL@1 sampling (temperature must be 0); ``sampling`` + ``n`` + ``ks``: EVAL@k; ``budget_tokens``: EVAL@budget
-    cap (tokens); ``tuning_stages``: params sections that must never reference a test-role dataset.
-    ``chunk_tasks``: tasks per generate→judge→journal step (resume granularity). hf: ``batch_size``, ``device``,
-    ``cpu_threads``; ``bootstrap``/``alpha``/``seed``: CI settings. ``headline``: the phase the summary's
-    ``headline`` block reports (:func:`headline_block`; a phase name such as ``sft`` or ``grpo_seed1``, or a seeded
-    base such as ``grpo`` = mean over its seeds; ``null`` = no block), so ``dvc exp run -S eval.headline=dpo`` then
-    ``dvc exp diff`` shows what one phase changed. Changing it re-runs the stage, which resumes every row from the
-    journals (no generation, no judging, no model loaded)."""
-
-    phases: list[PhaseSpec] = Field(default_factory=_default_phases)
-    datasets: list[EvalDataset]
-    greedy: SamplingParams = SamplingParams(temperature=0.0, max_new_tokens=128, seed=0)
-    sampling: SamplingParams = SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=128, seed=0)
-    n: int = Field(default=4, ge=1)
-    ks: list[int] = Field(default_factory=lambda: [1, 2, 4])
-    budget_tokens: int = Field(default=64, ge=1)
-    tuning_stages: list[str] = Field(default_factory=lambda: ["baseline", "train", "sft", "dpo", "grpo", "repair"])
-    backend: Literal["hf", "vllm"] = "hf"
-    batch_size: int = Field(default=64, ge=1)
-    device: str = "auto"
-    cpu_threads: int | None = Field(default=1, ge=1)
-    chunk_tasks: int = Field(default=32, ge=1)
-    bootstrap: int = Field(default=1000, ge=1)
-    alpha: float = Field(default=0.05, gt=0, lt=1)
-    seed: int = 0
-    headline: str | None = "grpo"
-
-    @model_validator(mode="after")
-    def _check(self) -> EvalParams:
-        if not self.greedy.greedy:
-            raise ValueError("eval.greedy: EVAL@1 is greedy, temperature must be 0")
-        if any(k < 1 or k > self.n for k in self.ks):
-            raise ValueError(f"eval.ks={self.ks}: every k must be in [1, n={self.n}]")
-        if self.headline is not None:
-            base, sep, seed = self.headline.rpartition("_seed")
-            names = {p.name for p in self.phases}
-            seeded = {p.name for p in self.phases if p.seeded}
-            if self.headline not in names and not (sep and seed.isdigit() and base in seeded):
-                raise ValueError(f"eval.headline={self.headline!r}: not a phase of eval.phases ({sorted(names)}, "
-                                 "or <seeded phase>_seed<n>)")
-        return self
-
-
-# ---------------------------------------------------------------------------------------------------- governance
-def dataset_roles(params: Mapping[str, Any]) -> Callable[[str, Sequence[str] | None], set[str]]:
-    """Role lookup from ``params['governance']['datasets']`` (the governance params are the role source).
-
-    Returns ``roles(dataset, splits) -> set of roles``: every governance entry whose slug
-    (:func:`rlvr.data.governance.dataset_slug`) is ``dataset`` and whose ``splits`` (``None`` = all) meet ``splits``
-    (``None`` = any). Empty set for a dataset governance does not list."""
-    from rlvr.data.governance import dataset_slug
-
-    entries = (params.get("governance") or {}).get("datasets") or []
-
-    def roles(dataset: str, splits: Sequence[str] | None = None) -> set[str]:
-        out: set[str] = set()
-        for e in entries:
-            if dataset_slug(e["name"]) != dataset:
-                continue
-            es = e.get("splits")
-            if splits is None or es is None or set(es) & set(splits):
-                out.add(e.get("role", "test"))
-        return out
-
-    return roles
-
-
-def _dataset_refs(section: Any, where: str) -> list[tuple[str, str, list[str] | None]]:
-    """(location, dataset, splits) references found in one params section: ``datasets`` lists of ``{name, splits}``
-    and ``"<dataset>/<split>"`` strings under keys ending in ``_sets`` or ``verl_*``."""
-    out: list[tuple[str, str, list[str] | None]] = []
-    if isinstance(section, Mapping):
-        for key, val in section.items():
-            loc = f"{where}.{key}"
-            if key == "datasets" and isinstance(val, list):
-                for i, d in enumerate(val):
-                    if isinstance(d, Mapping) and "name" in d:
-                        out.append((f"{loc}[{i}]", str(d["name"]), d.get("splits")))
-            elif (key.endswith("_sets") or key.startswith("verl_")) and isinstance(val, list):
-                for i, ref in enumerate(val):
-                    if isinstance(ref, str):
-                        ds, _, split = ref.partition("/")
-                        out.append((f"{loc}[{i}]", ds, [split] if split else None))
-            else:
-                out.extend(_dataset_refs(val, loc))
-    return out
-
-
-def check_tuning_stages(params: Mapping[str, Any], tuning_stages: Sequence[str]) -> None:
-    """Raise :class:`ConfigError` if a tuning stage's params section references a test-role dataset.
-
-    ``params``: the whole parsed ``params.yaml``. Only the final ``eval`` stage may score Test sets (issue 7); a
-    tuning stage (used for selection: baseline/train/sft/dpo/grpo/repair) seeing them would leak the test set."""
-    roles = dataset_roles(params)
-    bad = [f"{loc} -> {ds}{'' if splits is None else '/' + ','.join(splits)}"
-           for stage in tuning_stages for loc, ds, splits in _dataset_refs(params.get(stage) or {}, stage)
-           if "test" in roles(ds, splits)]
-    if bad:
-        raise ConfigError("test-role datasets (governance.datasets role: test) configured in tuning stages "
-                          f"(eval.tuning_stages); only the eval stage may score them: {'; '.join(bad)}")
 
 
 # ---------------------------------------------------------------------------------------------------- provenance
@@ -227,91 +99,7 @@ def _json_sha(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-# ---------------------------------------------------------------------------------------------------- resumable eval
-def _load_journal(path: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                try:
-                    r = json.loads(line)
-                    rows[r["key"]] = r
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    log.warning("%s:%d: torn/unreadable journal row ignored", path, lineno)
-    return rows
-
-
-def evaluate_resumable(
-    problems: Sequence[Problem],
-    generator: Generator,
-    judge: Any,
-    sampling: SamplingParams,
-    n: int,
-    model_tag: str,
-    journal: str | Path,
-    judge_version: str,
-    prompt_fn: Callable[[Problem], Prompt] | None = None,
-    chunk_tasks: int = 32,
-) -> list[dict[str, Any]]:
-    """Judged rows (one per (task, sample), task order then sample index) for ``problems``, resumable (module doc).
-
-    ``model_tag``: model id + hash (part of every key). ``journal``: append-only JSONL cache. ``judge`` has
-    ``judge_many``. Raises ``ValueError`` on duplicate problem ids or a generator returning the wrong count."""
-    from rlvr.data.prompts import build_messages
-
-    prompt_fn = prompt_fn or build_messages
-    ids = [p.id for p in problems]
-    if len(set(ids)) != len(ids):
-        raise ValueError("evaluate_resumable: duplicate problem ids")
-    journal = Path(journal)
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    done = _load_journal(journal)
-    prompts = [prompt_fn(p) for p in problems]
-    keys = [[sample_key(p, pr, model_tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts,
-                                                                                          strict=True)]
-    todo = [t for t in range(len(problems))
-            if not all(k in done and done[k].get("judge_version") == judge_version for k in keys[t])]
-    log.info("%d/%d tasks to do (%d resumed)", len(todo), len(problems), len(problems) - len(todo))
-    with journal.open("a", encoding="utf-8") as fh:
-        for s in range(0, len(todo), chunk_tasks):
-            chunk = todo[s : s + chunk_tasks]
-            need_gen = [t for t in chunk if not all(k in done for k in keys[t])]
-            comps = {}
-            if need_gen:
-                out = generator.generate([prompts[t] for t in need_gen], n, sampling, ids=[ids[t] for t in need_gen])
-                for t, cs in zip(need_gen, out, strict=True):
-                    if len(cs) != n:
-                        raise ValueError(f"generator returned {len(cs)} completions for {ids[t]}, expected {n}")
-                    comps[t] = [(c.text, c.n_tokens, c.finish_reason) for c in cs]
-            new: list[dict[str, Any]] = []
-            for t in chunk:
-                p = problems[t]
-                for i, key in enumerate(keys[t]):
-                    if t in comps:
-                        text, n_tok, reason = comps[t][i]
-                    else:
-                        o = done[key]
-                        text, n_tok, reason = o["completion"], o["n_tokens"], o["finish_reason"]
-                    new.append({"key": key, "task_id": p.id, "source": p.source, "sample_index": i,
-                                "model": model_tag, "completion": text, "finish_reason": reason, "n_tokens": n_tok,
-                                "code": extract_code(text, p), "judge_version": judge_version})
-            by_id = {problems[t].id: problems[t] for t in chunk}
-            to_judge = [r for r in new if r["code"] is not None]
-            results = judge.judge_many([(by_id[r["task_id"]], r["code"]) for r in to_judge]) if to_judge else []
-            for r, res in zip(to_judge, results, strict=True):
-                r.update(verdict=res.verdict, passed=res.passed, total=res.total, pass_ratio=res.pass_ratio,
-                         judge_s=res.judge_s, message=first_failure_message(res))
-            for r in new:
-                if r["code"] is None:
-                    r.update(verdict="syntax_error", passed=0, total=len(by_id[r["task_id"]].tests), pass_ratio=0.0,
-                             judge_s=0.0, message=NO_CODE_MESSAGE)
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-                done[r["key"]] = r
-            fh.flush()
-            os.fsync(fh.fileno())
-    return [done[k] for ks_ in keys for k in ks_]
-
-
+# ---------------------------------------------------------------------------------------------- per-task arrays, budget
 def _per_task(rows: Sequence[Mapping[str, Any]], ks: Sequence[int], first: Mapping[str, str] | None = None
               ) -> dict[str, dict[str, Any]]:
     tasks = per_task_counts(rows)
@@ -533,6 +321,3 @@ def inspect_source(fn: Callable[..., Any]) -> str:
     return inspect.getsource(inspect.getmodule(fn))  # type: ignore[arg-type]
 
 
-def load_params(path: str | Path) -> dict[str, Any]:
-    """The whole ``params.yaml`` as a dict (for roles and the tuning-stage check)."""
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}

@@ -1,0 +1,108 @@
+"""Resumable generate → judge → journal loop of the final ``eval`` stage (protocol: :mod:`rlvr.eval.final`).
+
+Every (problem, sample) row is keyed by :func:`rlvr.eval.protocol.sample_key` (problem content hash, prompt, model id
+**and model hash**, sampling params, sample index) and appended to a JSONL journal, flushed and fsynced per chunk of
+tasks; a re-run generates and judges only the missing pairs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rlvr.data.schema import Problem
+from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, sample_key
+from rlvr.generate.base import Generator, Prompt, SamplingParams
+from rlvr.generate.extract import extract_code
+
+__all__ = ["evaluate_resumable"]
+
+log = logging.getLogger(__name__)
+
+
+def _load_journal(path: Path) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    if path.is_file():
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                try:
+                    r = json.loads(line)
+                    rows[r["key"]] = r
+                except (json.JSONDecodeError, KeyError, TypeError):
+                    log.warning("%s:%d: torn/unreadable journal row ignored", path, lineno)
+    return rows
+
+
+def evaluate_resumable(
+    problems: Sequence[Problem],
+    generator: Generator,
+    judge: Any,
+    sampling: SamplingParams,
+    n: int,
+    model_tag: str,
+    journal: str | Path,
+    judge_version: str,
+    prompt_fn: Callable[[Problem], Prompt] | None = None,
+    chunk_tasks: int = 32,
+) -> list[dict[str, Any]]:
+    """Judged rows (one per (task, sample), task order then sample index) for ``problems``, resumable (module doc).
+
+    ``model_tag``: model id + hash (part of every key). ``journal``: append-only JSONL cache. ``judge`` has
+    ``judge_many``. Raises ``ValueError`` on duplicate problem ids or a generator returning the wrong count."""
+    from rlvr.data.prompts import build_messages
+
+    prompt_fn = prompt_fn or build_messages
+    ids = [p.id for p in problems]
+    if len(set(ids)) != len(ids):
+        raise ValueError("evaluate_resumable: duplicate problem ids")
+    journal = Path(journal)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    done = _load_journal(journal)
+    prompts = [prompt_fn(p) for p in problems]
+    keys = [[sample_key(p, pr, model_tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts,
+                                                                                          strict=True)]
+    todo = [t for t in range(len(problems))
+            if not all(k in done and done[k].get("judge_version") == judge_version for k in keys[t])]
+    log.info("%d/%d tasks to do (%d resumed)", len(todo), len(problems), len(problems) - len(todo))
+    with journal.open("a", encoding="utf-8") as fh:
+        for s in range(0, len(todo), chunk_tasks):
+            chunk = todo[s : s + chunk_tasks]
+            need_gen = [t for t in chunk if not all(k in done for k in keys[t])]
+            comps = {}
+            if need_gen:
+                out = generator.generate([prompts[t] for t in need_gen], n, sampling, ids=[ids[t] for t in need_gen])
+                for t, cs in zip(need_gen, out, strict=True):
+                    if len(cs) != n:
+                        raise ValueError(f"generator returned {len(cs)} completions for {ids[t]}, expected {n}")
+                    comps[t] = [(c.text, c.n_tokens, c.finish_reason) for c in cs]
+            new: list[dict[str, Any]] = []
+            for t in chunk:
+                p = problems[t]
+                for i, key in enumerate(keys[t]):
+                    if t in comps:
+                        text, n_tok, reason = comps[t][i]
+                    else:
+                        o = done[key]
+                        text, n_tok, reason = o["completion"], o["n_tokens"], o["finish_reason"]
+                    new.append({"key": key, "task_id": p.id, "source": p.source, "sample_index": i,
+                                "model": model_tag, "completion": text, "finish_reason": reason, "n_tokens": n_tok,
+                                "code": extract_code(text, p), "judge_version": judge_version})
+            by_id = {problems[t].id: problems[t] for t in chunk}
+            to_judge = [r for r in new if r["code"] is not None]
+            results = judge.judge_many([(by_id[r["task_id"]], r["code"]) for r in to_judge]) if to_judge else []
+            for r, res in zip(to_judge, results, strict=True):
+                r.update(verdict=res.verdict, passed=res.passed, total=res.total, pass_ratio=res.pass_ratio,
+                         judge_s=res.judge_s, message=first_failure_message(res))
+            for r in new:
+                if r["code"] is None:
+                    r.update(verdict="syntax_error", passed=0, total=len(by_id[r["task_id"]].tests), pass_ratio=0.0,
+                             judge_s=0.0, message=NO_CODE_MESSAGE)
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                done[r["key"]] = r
+            fh.flush()
+            os.fsync(fh.fileno())
+    return [done[k] for ks_ in keys for k in ks_]
