@@ -19,28 +19,16 @@ Roles come from ``params.yaml`` (``datasets[].role``, stored as ``meta['role']``
 removal of every step is listed in the report with the id, the reason, what it duplicates / overlaps and the input
 file (``file``, from ``origin_of``): nothing is dropped silently.
 
-Oracle filling (EvalPlus, Liu et al. 2023): a :class:`CallTest` with ``expected=None`` gets the ``repr`` of what the
-problem's first reference solution returns, computed by the judge (``call_outputs``). Tests whose output cannot be
-computed (exception, timeout, non-builtin value) are removed and reported; a problem left without tests, or without a
-reference solution, is dropped and reported. As EvalPlus' ``assertion`` does, a test with ``atol == 0`` whose
-expected value is a float (or a list/tuple of floats) gets ``atol = 1e-6``; problems marked
-``meta['evalplus_oracle'] == 'set_eq'`` get assert tests ``set(candidate(*args)) == set(expected)`` instead.
-
-Reference verification (:func:`verify_references`, after oracle filling): every reference solution (and every known
-incorrect solution) of the problems whose role is in ``references.roles`` is judged; the verdicts go to
-``data/governance/references.jsonl`` and the manifests stage builds the SFT set (accepted references) and the DPO seed
-pairs (accepted vs rejected) from them without a judge. It lives here because governance already owns the judge and
-its cost, so the manifests stage stays a fast, judge-free transform that can be re-run for any training-set knob.
+Oracle filling lives in :mod:`rlvr.data.oracles`, bad-data validation in :mod:`rlvr.data.validate`, reference
+verification in :mod:`rlvr.data.references`; their names are re-exported here.
 """
 
 from __future__ import annotations
 
-import ast
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -50,10 +38,14 @@ from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
 from rlvr.data.errors import DataError
 from rlvr.data.neardup import NearDupConfig, near_dedup
-from rlvr.data.schema import AssertTest, CallTest, Problem
+from rlvr.data.oracles import EVALPLUS_FLOAT_ATOL, canonical_set_literal, fill_expected
+from rlvr.data.references import ReferenceParams, verify_references
+from rlvr.data.schema import CallTest, Problem
+from rlvr.data.validate import _printable, validate_problems
 
 __all__ = [
     "AUDITS",
+    "EVALPLUS_FLOAT_ATOL",
     "DatasetSpec",
     "DedupParams",
     "GovernanceParams",
@@ -69,7 +61,6 @@ __all__ = [
     "verify_references",
 ]
 
-EVALPLUS_FLOAT_ATOL = 1e-6
 
 
 class DatasetSpec(Section):
@@ -94,16 +85,6 @@ class DedupParams(Section):
     drop_within_split: bool = True
     drop_train_overlapping_eval: bool = True
 
-
-class ReferenceParams(Section):
-    """``governance.references``: judge the reference solutions (``solutions``, at most ``max_solutions`` per problem)
-    and known-incorrect solutions (``incorrect_solutions``, at most ``max_incorrect``) of problems whose role is in
-    ``roles``; ``verify: false`` skips it (then the manifests stage has no SFT/DPO data)."""
-
-    verify: bool = True
-    roles: list[Literal["train", "dev", "test"]] = Field(default_factory=lambda: ["train"])
-    max_solutions: int = Field(default=4, ge=0)
-    max_incorrect: int = Field(default=4, ge=0)
 
 
 class GovernanceParams(Section):
@@ -215,166 +196,6 @@ def origins(cfg: GovernanceParams, by_slug: Mapping[str, Sequence[Problem]]) -> 
     return out
 
 
-class _CallOutputs(Protocol):
-    def call_outputs(self, problem: Problem, solution: str) -> list[str | None]: ...
-
-
-def _is_floats(expected: str) -> bool:
-    """EvalPlus ``is_floats`` on a repr: a float, or a non-empty list/tuple of floats (``inf``/``nan`` count)."""
-    try:
-        from rlvr.judge.literal import parse_literal
-
-        v = parse_literal(expected)
-    except Exception:
-        try:
-            v = ast.literal_eval(expected)
-        except Exception:
-            return False
-    if isinstance(v, float):
-        return True
-    return isinstance(v, list | tuple) and bool(v) and all(isinstance(x, float) for x in v)
-
-
-def canonical_set_literal(value: str) -> str:
-    """``value`` (the ``repr`` of a set-compared output) with its elements sorted by ``repr``, so that the bytes do not
-    depend on the order a set was iterated in (which follows the interpreter's per-process string hash seed).
-
-    Only a list/tuple/set/frozenset literal is re-ordered (as a list: the test compares ``set(…)`` of both sides, so
-    the meaning is unchanged); any other value, or a ``repr`` that is not a Python literal, is returned unchanged.
-
-    >>> canonical_set_literal("('b', 'a')")
-    "['a', 'b']"
-    """
-    try:
-        items = ast.literal_eval(value)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return value
-    if isinstance(items, (list, tuple, set, frozenset)):
-        return repr(sorted(items, key=repr))
-    return value
-
-
-def fill_expected(
-    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2
-) -> tuple[list[Problem], dict[str, Any]]:
-    """Fill every ``CallTest.expected is None`` by running the first reference solution through ``judge``.
-
-    Returns ``(kept, report)``: ``report = {"problems_computed", "tests_computed", "tests_failed",
-    "failed_tests": {id: n}, "dropped": [{id, reason}]}``; reasons: ``no_solution``, ``judge_error: …``,
-    ``no_tests_left``. Problems without pending call tests pass through untouched."""
-    pending = [p for p in problems if any(isinstance(t, CallTest) and t.expected is None for t in p.tests)]
-
-    def work(p: Problem) -> tuple[list[str | None] | None, str | None]:
-        if not p.solutions:
-            return None, "no_solution"
-        try:
-            return judge.call_outputs(p, p.solutions[0]), None
-        except Exception as exc:  # compile error or sandbox failure: reported, never silent
-            return None, f"judge_error: {type(exc).__name__}: {exc}"[:500]
-
-    with ThreadPoolExecutor(max_workers=workers) as ex:
-        results = dict(zip((p.id for p in pending), ex.map(work, pending), strict=True))
-    report: dict[str, Any] = {"problems_computed": 0, "tests_computed": 0, "tests_failed": 0,
-                              "failed_tests": {}, "dropped": []}
-    kept: list[Problem] = []
-    for p in problems:
-        if p.id not in results:
-            kept.append(p)
-            continue
-        outs, err = results[p.id]
-        if outs is None:
-            report["dropped"].append({"id": p.id, "reason": err})
-            continue
-        calls = [t for t in p.tests if isinstance(t, CallTest)]
-        if len(outs) != len(calls):
-            report["dropped"].append({"id": p.id, "reason": f"judge_error: {len(outs)} outputs for {len(calls)} tests"})
-            continue
-        new_tests, failed = [], 0
-        out_iter = iter(outs)
-        for t in p.tests:
-            if not isinstance(t, CallTest):
-                new_tests.append(t)
-                continue
-            value = next(out_iter)
-            if t.expected is not None:
-                new_tests.append(t)
-            elif value is None:
-                failed += 1
-            elif p.meta.get("evalplus_oracle") == "set_eq":  # EvalPlus compares these outputs as sets
-                code = f"assert set(candidate(*{t.args})) == set({canonical_set_literal(value)})"
-                new_tests.append(AssertTest(code=code, public=t.public))
-            else:
-                atol = EVALPLUS_FLOAT_ATOL if t.atol == 0 and _is_floats(value) else t.atol
-                new_tests.append(t.model_copy(update={"expected": value, "atol": atol}))
-        report["tests_computed"] += len(calls) - failed
-        report["tests_failed"] += failed
-        if failed:
-            report["failed_tests"][p.id] = failed
-        if not new_tests:
-            report["dropped"].append({"id": p.id, "reason": "no_tests_left"})
-            continue
-        report["problems_computed"] += 1
-        kept.append(p.model_copy(update={"tests": new_tests}))
-    return kept, report
-
-
-def _unencodable_field(p: Problem) -> str | None:
-    """First field of ``p`` holding text that UTF-8 cannot encode (lone surrogates, e.g. from ``"\udc80"`` escapes in
-    JSON or ``surrogateescape``-decoded bytes); ``None`` when all text is valid."""
-    texts: list[tuple[str, str]] = [(f, getattr(p, f)) for f in ("id", "statement", "starter_code",
-                                                                    "solution_prefix", "test_setup")]
-    texts += [(f"solutions[{i}]", s) for i, s in enumerate(p.solutions)]
-    texts += [(f"incorrect_solutions[{i}]", s) for i, s in enumerate(p.incorrect_solutions)]
-    for i, t in enumerate(p.tests):
-        for name in ("stdin", "stdout", "args", "expected", "code"):
-            v = getattr(t, name, None)
-            if isinstance(v, str):
-                texts.append((f"tests[{i}].{name}", v))
-    for name, text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            return name
-    try:
-        p.model_dump_json(include={"meta", "checker"})
-    except Exception:
-        return "meta/checker"
-    return None
-
-
-def _printable(s: str) -> str:
-    """``s`` with characters UTF-8 cannot encode written as ``\\u`` + 4-hex-digit escapes (reports must be writable)."""
-    return s.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def validate_problems(problems: Sequence[Problem]) -> tuple[list[Problem], dict[str, Any]]:
-    """Remove and list bad data: ``no_tests`` (nothing to judge), ``empty_statement`` (nothing to show the model),
-    ``duplicate_id`` (a repeated record: ``meta['repeat_of']`` set by the loader, or an id seen earlier in
-    ``problems``), ``non_utf8_text: <field>`` (text not encodable as UTF-8). Returns ``(kept, report)`` with
-    ``report = {"n_in", "n_out", "counts": {"bad_<reason>": n, "dropped": n}, "dropped": [{id, reason, …}]}``."""
-    seen: set[str] = set()
-    kept: list[Problem] = []
-    dropped: list[dict[str, Any]] = []
-    for p in problems:
-        reason, extra = None, {}
-        if p.id in seen or p.meta.get("repeat_of"):
-            reason, extra = "duplicate_id", {"duplicate_of": str(p.meta.get("repeat_of") or p.id)}
-        elif (bad := _unencodable_field(p)) is not None:
-            reason = f"non_utf8_text: {bad}"
-        elif not p.tests:
-            reason = "no_tests"
-        elif not p.statement.strip():
-            reason = "empty_statement"
-        seen.add(p.id)
-        if reason is None:
-            kept.append(p)
-        else:
-            dropped.append({"id": _printable(p.id), "reason": reason, **extra})
-    counts: dict[str, int] = {"dropped": len(dropped)}
-    for d in dropped:
-        key = "bad_" + d["reason"].split(":")[0]
-        counts[key] = counts.get(key, 0) + 1
-    return kept, {"n_in": len(problems), "n_out": len(kept), "counts": counts, "dropped": dropped}
 
 
 def _validate_audit(problems: list[Problem], cfg: GovernanceParams) -> tuple[list[Problem], dict[str, Any]]:
@@ -440,52 +261,6 @@ AUDITS: dict[str, Audit] = {
     "contamination": _contamination_audit,
 }
 
-
-class _Judge(Protocol):
-    def judge_many(self, items: Sequence[tuple[Problem, str]]) -> list[Any]: ...
-
-
-def verify_references(
-    problems: Sequence[Problem], judge: _Judge, cfg: ReferenceParams
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Judge the reference and known-incorrect solutions of every problem whose ``meta['role']`` is in
-    ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), all in one ``judge.judge_many`` call.
-
-    Returns ``(rows, report)``: one row per judged program ``{"id", "kind": "solution"|"incorrect", "index",
-    "verdict", "accepted", "pass_ratio"}`` (problem order, then kind, then index); ``report["counts"]``:
-    ``references_judged``, ``references_accepted``, ``references_rejected``, ``incorrect_judged``,
-    ``incorrect_rejected``, ``incorrect_accepted`` (a "wrong" program the tests cannot tell apart),
-    ``problems_with_accepted``, ``problems_without_solution``; ``report["rejected"]``: ``[{id, index, verdict}]`` of
-    references the judge did not accept (dropped from SFT, never silently)."""
-    todo: list[tuple[Problem, str, str, int]] = []
-    no_solution = 0
-    for p in problems:
-        if p.meta.get("role", "test") not in cfg.roles:
-            continue
-        if not p.solutions:
-            no_solution += 1
-        todo += [(p, s, "solution", i) for i, s in enumerate(p.solutions[: cfg.max_solutions])]
-        todo += [(p, s, "incorrect", i) for i, s in enumerate(p.incorrect_solutions[: cfg.max_incorrect])]
-    results = judge.judge_many([(p, s) for p, s, _, _ in todo]) if todo else []
-    rows: list[dict[str, Any]] = []
-    for (p, _s, kind, i), r in zip(todo, results, strict=True):
-        rows.append({"id": p.id, "kind": kind, "index": i, "verdict": r.verdict, "accepted": r.verdict == "accepted",
-                     "pass_ratio": round(float(r.pass_ratio), 6)})
-    refs = [r for r in rows if r["kind"] == "solution"]
-    wrong = [r for r in rows if r["kind"] == "incorrect"]
-    counts = {
-        "references_judged": len(refs),
-        "references_accepted": sum(r["accepted"] for r in refs),
-        "references_rejected": sum(not r["accepted"] for r in refs),
-        "incorrect_judged": len(wrong),
-        "incorrect_rejected": sum(not r["accepted"] for r in wrong),
-        "incorrect_accepted": sum(r["accepted"] for r in wrong),
-        "problems_with_accepted": len({r["id"] for r in refs if r["accepted"]}),
-        "problems_without_solution": no_solution,
-    }
-    verdicts = dict(sorted(Counter(r["verdict"] for r in refs).items()))
-    rejected = [{"id": r["id"], "index": r["index"], "verdict": r["verdict"]} for r in refs if not r["accepted"]]
-    return rows, {"counts": counts, "verdicts": verdicts, "rejected": rejected}
 
 
 def _counts(problems: Sequence[Problem]) -> dict[str, int]:

@@ -1,0 +1,125 @@
+"""Call-test oracles (EvalPlus, Liu et al. 2023), filled by the governance stage.
+
+A :class:`CallTest` with ``expected=None`` gets the ``repr`` of what the
+problem's first reference solution returns, computed by the judge (``call_outputs``). Tests whose output cannot be
+computed (exception, timeout, non-builtin value) are removed and reported; a problem left without tests, or without a
+reference solution, is dropped and reported. As EvalPlus' ``assertion`` does, a test with ``atol == 0`` whose
+expected value is a float (or a list/tuple of floats) gets ``atol = 1e-6``; problems marked
+``meta['evalplus_oracle'] == 'set_eq'`` get assert tests ``set(candidate(*args)) == set(expected)`` instead.
+
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Protocol
+
+from rlvr.data.schema import AssertTest, CallTest, Problem
+
+__all__ = ["EVALPLUS_FLOAT_ATOL", "canonical_set_literal", "fill_expected"]
+
+EVALPLUS_FLOAT_ATOL = 1e-6
+
+class _CallOutputs(Protocol):
+    def call_outputs(self, problem: Problem, solution: str) -> list[str | None]: ...
+
+
+def _is_floats(expected: str) -> bool:
+    """EvalPlus ``is_floats`` on a repr: a float, or a non-empty list/tuple of floats (``inf``/``nan`` count)."""
+    try:
+        from rlvr.judge.literal import parse_literal
+
+        v = parse_literal(expected)
+    except Exception:
+        try:
+            v = ast.literal_eval(expected)
+        except Exception:
+            return False
+    if isinstance(v, float):
+        return True
+    return isinstance(v, list | tuple) and bool(v) and all(isinstance(x, float) for x in v)
+
+
+def canonical_set_literal(value: str) -> str:
+    """``value`` (the ``repr`` of a set-compared output) with its elements sorted by ``repr``, so that the bytes do not
+    depend on the order a set was iterated in (which follows the interpreter's per-process string hash seed).
+
+    Only a list/tuple/set/frozenset literal is re-ordered (as a list: the test compares ``set(…)`` of both sides, so
+    the meaning is unchanged); any other value, or a ``repr`` that is not a Python literal, is returned unchanged.
+
+    >>> canonical_set_literal("('b', 'a')")
+    "['a', 'b']"
+    """
+    try:
+        items = ast.literal_eval(value)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return value
+    if isinstance(items, (list, tuple, set, frozenset)):
+        return repr(sorted(items, key=repr))
+    return value
+
+
+def fill_expected(
+    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2
+) -> tuple[list[Problem], dict[str, Any]]:
+    """Fill every ``CallTest.expected is None`` by running the first reference solution through ``judge``.
+
+    Returns ``(kept, report)``: ``report = {"problems_computed", "tests_computed", "tests_failed",
+    "failed_tests": {id: n}, "dropped": [{id, reason}]}``; reasons: ``no_solution``, ``judge_error: …``,
+    ``no_tests_left``. Problems without pending call tests pass through untouched."""
+    pending = [p for p in problems if any(isinstance(t, CallTest) and t.expected is None for t in p.tests)]
+
+    def work(p: Problem) -> tuple[list[str | None] | None, str | None]:
+        if not p.solutions:
+            return None, "no_solution"
+        try:
+            return judge.call_outputs(p, p.solutions[0]), None
+        except Exception as exc:  # compile error or sandbox failure: reported, never silent
+            return None, f"judge_error: {type(exc).__name__}: {exc}"[:500]
+
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        results = dict(zip((p.id for p in pending), ex.map(work, pending), strict=True))
+    report: dict[str, Any] = {"problems_computed": 0, "tests_computed": 0, "tests_failed": 0,
+                              "failed_tests": {}, "dropped": []}
+    kept: list[Problem] = []
+    for p in problems:
+        if p.id not in results:
+            kept.append(p)
+            continue
+        outs, err = results[p.id]
+        if outs is None:
+            report["dropped"].append({"id": p.id, "reason": err})
+            continue
+        calls = [t for t in p.tests if isinstance(t, CallTest)]
+        if len(outs) != len(calls):
+            report["dropped"].append({"id": p.id, "reason": f"judge_error: {len(outs)} outputs for {len(calls)} tests"})
+            continue
+        new_tests, failed = [], 0
+        out_iter = iter(outs)
+        for t in p.tests:
+            if not isinstance(t, CallTest):
+                new_tests.append(t)
+                continue
+            value = next(out_iter)
+            if t.expected is not None:
+                new_tests.append(t)
+            elif value is None:
+                failed += 1
+            elif p.meta.get("evalplus_oracle") == "set_eq":  # EvalPlus compares these outputs as sets
+                code = f"assert set(candidate(*{t.args})) == set({canonical_set_literal(value)})"
+                new_tests.append(AssertTest(code=code, public=t.public))
+            else:
+                atol = EVALPLUS_FLOAT_ATOL if t.atol == 0 and _is_floats(value) else t.atol
+                new_tests.append(t.model_copy(update={"expected": value, "atol": atol}))
+        report["tests_computed"] += len(calls) - failed
+        report["tests_failed"] += failed
+        if failed:
+            report["failed_tests"][p.id] = failed
+        if not new_tests:
+            report["dropped"].append({"id": p.id, "reason": "no_tests_left"})
+            continue
+        report["problems_computed"] += 1
+        kept.append(p.model_copy(update={"tests": new_tests}))
+    return kept, report

@@ -1,0 +1,79 @@
+"""Reference verification of the governance stage.
+
+After oracle filling (:mod:`rlvr.data.oracles`), :func:`verify_references` judges every reference solution (and every
+known incorrect solution) of the problems whose role is in ``references.roles``; the verdicts go to
+``data/governance/references.jsonl`` and the manifests stage builds the SFT set (accepted references) and the DPO seed
+pairs (accepted vs rejected) from them without a judge. It lives here because governance already owns the judge and
+its cost, so the manifests stage stays a fast, judge-free transform that can be re-run for any training-set knob.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import Field
+
+from rlvr.config import Section
+from rlvr.data.schema import Problem
+
+__all__ = ["ReferenceParams", "verify_references"]
+
+
+class ReferenceParams(Section):
+    """``governance.references``: judge the reference solutions (``solutions``, at most ``max_solutions`` per problem)
+    and known-incorrect solutions (``incorrect_solutions``, at most ``max_incorrect``) of problems whose role is in
+    ``roles``; ``verify: false`` skips it (then the manifests stage has no SFT/DPO data)."""
+
+    verify: bool = True
+    roles: list[Literal["train", "dev", "test"]] = Field(default_factory=lambda: ["train"])
+    max_solutions: int = Field(default=4, ge=0)
+    max_incorrect: int = Field(default=4, ge=0)
+
+
+class _Judge(Protocol):
+    def judge_many(self, items: Sequence[tuple[Problem, str]]) -> list[Any]: ...
+
+
+def verify_references(
+    problems: Sequence[Problem], judge: _Judge, cfg: ReferenceParams
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Judge the reference and known-incorrect solutions of every problem whose ``meta['role']`` is in
+    ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), all in one ``judge.judge_many`` call.
+
+    Returns ``(rows, report)``: one row per judged program ``{"id", "kind": "solution"|"incorrect", "index",
+    "verdict", "accepted", "pass_ratio"}`` (problem order, then kind, then index); ``report["counts"]``:
+    ``references_judged``, ``references_accepted``, ``references_rejected``, ``incorrect_judged``,
+    ``incorrect_rejected``, ``incorrect_accepted`` (a "wrong" program the tests cannot tell apart),
+    ``problems_with_accepted``, ``problems_without_solution``; ``report["rejected"]``: ``[{id, index, verdict}]`` of
+    references the judge did not accept (dropped from SFT, never silently)."""
+    todo: list[tuple[Problem, str, str, int]] = []
+    no_solution = 0
+    for p in problems:
+        if p.meta.get("role", "test") not in cfg.roles:
+            continue
+        if not p.solutions:
+            no_solution += 1
+        todo += [(p, s, "solution", i) for i, s in enumerate(p.solutions[: cfg.max_solutions])]
+        todo += [(p, s, "incorrect", i) for i, s in enumerate(p.incorrect_solutions[: cfg.max_incorrect])]
+    results = judge.judge_many([(p, s) for p, s, _, _ in todo]) if todo else []
+    rows: list[dict[str, Any]] = []
+    for (p, _s, kind, i), r in zip(todo, results, strict=True):
+        rows.append({"id": p.id, "kind": kind, "index": i, "verdict": r.verdict, "accepted": r.verdict == "accepted",
+                     "pass_ratio": round(float(r.pass_ratio), 6)})
+    refs = [r for r in rows if r["kind"] == "solution"]
+    wrong = [r for r in rows if r["kind"] == "incorrect"]
+    counts = {
+        "references_judged": len(refs),
+        "references_accepted": sum(r["accepted"] for r in refs),
+        "references_rejected": sum(not r["accepted"] for r in refs),
+        "incorrect_judged": len(wrong),
+        "incorrect_rejected": sum(not r["accepted"] for r in wrong),
+        "incorrect_accepted": sum(r["accepted"] for r in wrong),
+        "problems_with_accepted": len({r["id"] for r in refs if r["accepted"]}),
+        "problems_without_solution": no_solution,
+    }
+    verdicts = dict(sorted(Counter(r["verdict"] for r in refs).items()))
+    rejected = [{"id": r["id"], "index": r["index"], "verdict": r["verdict"]} for r in refs if not r["accepted"]]
+    return rows, {"counts": counts, "verdicts": verdicts, "rejected": rejected}
