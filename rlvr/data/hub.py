@@ -1,7 +1,8 @@
 """Load the benchmarks from the HuggingFace Hub with ``datasets.load_dataset`` into :class:`~rlvr.data.schema.Problem`.
 
-The same normalisers as the bundled files (:mod:`rlvr.data.loaders`) map records, so ids, sources and splits agree
-whichever ``source`` (``bundled`` | ``hub``) the governance stage is given. Hub ids and configs:
+The same normalisers as the bundled files (:mod:`rlvr.data.norm_python`, :mod:`rlvr.data.norm_stdio`) map records,
+so ids, sources and splits agree whichever ``source`` (``bundled`` | ``hub``) the governance stage is given.
+Hub ids and configs:
 
 =================  ===============================  ==========  ==================================================
 dataset            Hub id                           config      record fields used
@@ -33,9 +34,8 @@ from typing import Any
 
 from rlvr.data.bundled import non_utf8_error, parse_spec
 from rlvr.data.errors import DataError
-from rlvr.data.loaders import (
+from rlvr.data.norm_python import (
     _mbpp_entry_point,
-    _stdin,
     check_subset_complete,
     mbpp_reg_ids,
     norm_humaneval,
@@ -43,6 +43,7 @@ from rlvr.data.loaders import (
     norm_mbpp_reg,
     norm_mbpp_sanitized,
 )
+from rlvr.data.norm_stdio import _stdin
 from rlvr.data.records import DEFAULT_TIME_LIMITS, get_field, make_problem, str_list, time_limit
 from rlvr.data.schema import AssertTest, Problem, StdioTest
 
