@@ -4,23 +4,22 @@
   message lists; DPO ``prompt``/``chosen``/``rejected``; GRPO ``prompt`` plus the reward columns ``ground_truth``
   (:func:`rlvr.data.schema.ground_truth`) and ``data_source``. The prompt is always
   :func:`rlvr.data.prompts.build_messages`, the one prompt every engine shows.
-* **Run folders**: intermediate checkpoints live under ``$RLVR_CACHE_DIR/train/<stage>[/seed-<n>]/<key>`` (outside
-  DVC outputs); ``key`` hashes the resolved params and the input model's content hash, so a changed param or input
-  model never resumes an unrelated run, while a re-run after an interruption resumes from the last ``checkpoint-*``
-  (``transformers.trainer_utils.get_last_checkpoint``). Only the final model is published to ``models/<stage>/``
-  (atomically, :func:`rlvr.io.atomic_dir`).
-* **Tracking**: WandB offline unless ``WANDB_MODE`` says otherwise; one group per pipeline run (``WANDB_RUN_GROUP``,
-  default ``rlvr-<git short sha>``), ``job_type`` = stage; never the only record (the TSV curves and metrics JSON are).
-* **Curves**: :class:`TsvCurves`, a ``TrainerCallback`` writing selected logged keys per step to a TSV (DVC plots).
+* **Run folders** (:mod:`rlvr.train.local.runs`): intermediate checkpoints live under
+  ``$RLVR_CACHE_DIR/train/<stage>[/seed-<n>]/<key>`` (outside DVC outputs); ``key`` hashes the resolved params and the
+  input model's content hash, so a changed param or input model never resumes an unrelated run, while a re-run after
+  an interruption resumes from the last ``checkpoint-*`` (``transformers.trainer_utils.get_last_checkpoint``). Only
+  the final model is published to ``models/<stage>/`` (atomically, :func:`rlvr.io.atomic_dir`).
+* **Tracking** (:func:`~rlvr.train.local.runs.setup_tracking`): WandB offline unless ``WANDB_MODE`` says otherwise;
+  one group per pipeline run (``WANDB_RUN_GROUP``, default ``rlvr-<git short sha>``), ``job_type`` = stage; never the
+  only record (the TSV curves and metrics JSON are).
+* **Curves**: :class:`~rlvr.train.local.curves.TsvCurves`, a ``TrainerCallback`` writing selected logged keys per step
+  to a TSV (DVC plots).
+* **Checks** (:mod:`rlvr.train.local.quick_eval`): the quick greedy accepted@1 and the post-stage baseline protocol.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import random
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,17 +27,24 @@ from typing import Any
 
 from pydantic import Field
 
-from rlvr.config import RuntimeSettings, Section
+from rlvr.config import Section
 from rlvr.data.prompts import build_messages
 from rlvr.data.schema import Problem, ground_truth
-from rlvr.io import atomic_dir, atomic_write_text
+from rlvr.io import atomic_dir
+from rlvr.train.local.curves import TsvCurves
+from rlvr.train.local.quick_eval import evaluate_accepted, judge_completions, stage_eval
+from rlvr.train.local.runs import checkpoint_step, resume_checkpoint, run_dir, setup_tracking
 
 __all__ = [
+    "OptimParams",
     "TrainCommon",
     "TsvCurves",
+    "checkpoint_step",
     "evaluate_accepted",
     "grpo_rows",
+    "judge_completions",
     "load_problem_sets",
+    "lora_config",
     "publish_model",
     "resume_checkpoint",
     "run_dir",
@@ -46,6 +52,8 @@ __all__ = [
     "setup_tracking",
     "sft_rows",
     "stage_eval",
+    "train_and_publish",
+    "trainer_kwargs",
 ]
 
 
@@ -119,130 +127,6 @@ def set_seed(seed: int) -> None:
     hf_set_seed(seed)
 
 
-def _model_identity(model_dir: str | Path) -> str:
-    """Identity of the input model: the sha256 of its weights, config and tokenizer files
-    (:func:`rlvr.eval.provenance.model_hash`, the hash the evaluations key on), so a retrained input model of the same
-    shape never resumes the previous run's checkpoints. A Hub id (no local folder) is its own identity."""
-    from rlvr.eval.provenance import model_hash
-
-    p = Path(model_dir)
-    return model_hash(p)["sha256"] if p.is_dir() else str(model_dir)
-
-
-def run_dir(stage: str, params: Mapping[str, Any], model_dir: str | Path, seed: int | None = None,
-            problems: Sequence[Problem] = ()) -> Path:
-    """Intermediate-checkpoint folder of a run: ``$RLVR_CACHE_DIR/train/<stage>[/seed-<seed>]/<key>``.
-
-    ``key`` = first 16 hex chars of sha256 over the JSON of ``params`` (sorted keys), the input model's content
-    hash and the training problems (sorted ``(id, Problem.content_sha256())`` pairs), so an identical re-run finds
-    its checkpoints and any changed hyperparameter, input model or training set starts afresh."""
-    data = sorted((p.id, p.content_sha256()) for p in problems)
-    blob = json.dumps({"params": params, "model": _model_identity(model_dir), "problems": data}, sort_keys=True,
-                      default=str)
-    key = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    base = Path(RuntimeSettings().cache_dir) / "train" / stage
-    if seed is not None:
-        base = base / f"seed-{seed}"
-    return base / key
-
-
-def resume_checkpoint(out_dir: str | Path) -> str | None:
-    """The last ``checkpoint-<step>`` folder under ``out_dir`` to resume from, or ``None`` (fresh start)."""
-    from transformers.trainer_utils import get_last_checkpoint
-
-    p = Path(out_dir)
-    return get_last_checkpoint(str(p)) if p.is_dir() else None
-
-
-def _git_short_sha() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, check=True
-        ).stdout.strip() or "local"
-    except (OSError, subprocess.SubprocessError):
-        return "local"
-
-
-def setup_tracking(stage: str, report_to: Sequence[str], seed: int | None = None) -> list[str]:
-    """Prepare experiment tracking for one stage and return the ``report_to`` list to pass to TRL.
-
-    WandB: ``WANDB_MODE`` defaults to ``offline`` (never the network unless asked), ``WANDB_PROJECT`` to ``rlvr``,
-    ``WANDB_RUN_GROUP`` to ``rlvr-<git short sha>`` (one group per pipeline run), ``WANDB_JOB_TYPE`` = ``stage``,
-    ``WANDB_NAME`` = ``stage[-seed<n>]``, ``WANDB_DIR`` = ``$RLVR_CACHE_DIR/wandb`` (outside DVC outputs). With
-    ``WANDB_MODE=disabled`` wandb is dropped from the list (no service process is started)."""
-    reports = [r for r in report_to if r != "none"]
-    if "wandb" in reports:
-        os.environ.setdefault("WANDB_MODE", "offline")
-        if os.environ["WANDB_MODE"] == "disabled":
-            reports.remove("wandb")
-        else:
-            wandb_dir = Path(RuntimeSettings().cache_dir) / "wandb"
-            wandb_dir.mkdir(parents=True, exist_ok=True)
-            os.environ.setdefault("WANDB_DIR", str(wandb_dir))
-            os.environ.setdefault("WANDB_PROJECT", "rlvr")
-            os.environ.setdefault("WANDB_RUN_GROUP", f"rlvr-{_git_short_sha()}")
-            os.environ["WANDB_JOB_TYPE"] = stage
-            os.environ["WANDB_NAME"] = stage if seed is None else f"{stage}-seed{seed}"
-    return reports or ["none"]
-
-
-class TsvCurves:
-    """A ``transformers.TrainerCallback`` that writes one TSV row per logging step (DVC plots format).
-
-    ``columns`` maps TSV column name → logged key (``{"reward_mean": "reward", "kl": "kl"}``); the first column is
-    always ``step`` (``state.global_step``). Missing keys are written as empty cells; rows with none of the keys
-    (e.g. the final ``train_runtime`` summary) are skipped. The file is rewritten atomically at every row, so it is
-    complete after an interruption; on resume, rows already present (``step`` ≤ the resumed step) are kept.
-    ``mirror``: a second copy kept beside the checkpoints (outside DVC's outputs, which DVC deletes before re-running
-    a stage), from which the rows of an earlier run are restored on resume.
-    """
-
-    def __init__(self, path: str | Path, columns: Mapping[str, str], mirror: str | Path | None = None) -> None:
-        from transformers import TrainerCallback
-
-        self.path = Path(path)
-        self.mirror = Path(mirror) if mirror is not None else None
-        self.columns = dict(columns)
-        self.rows: list[dict[str, Any]] = []
-        self._cb = type("_TsvCallback", (TrainerCallback,), {"on_log": self._on_log})()
-
-    @property
-    def callback(self) -> Any:
-        """The ``TrainerCallback`` instance to pass to a trainer's ``callbacks``."""
-        return self._cb
-
-    def load_existing(self, upto_step: int) -> None:
-        """Keep rows of an earlier (interrupted) run with ``step <= upto_step`` (resume)."""
-        source = self.path if self.path.is_file() else self.mirror
-        if source is None or not source.is_file():
-            return
-        lines = source.read_text(encoding="utf-8").splitlines()
-        if not lines:
-            return
-        header = lines[0].split("\t")
-        for line in lines[1:]:
-            row = dict(zip(header, line.split("\t"), strict=False))
-            if row.get("step", "").isdigit() and int(row["step"]) <= upto_step:
-                self.rows.append(row)
-
-    def _on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        # Bound method stored on the callback class: the handler calls it as on_log(args, state, control, logs=…).
-        if not logs or not any(k in logs for k in self.columns.values()):
-            return
-        row: dict[str, Any] = {"step": state.global_step}
-        for col, key in self.columns.items():
-            v = logs.get(key)
-            row[col] = "" if v is None else (f"{v:.6g}" if isinstance(v, float) else v)
-        self.rows.append(row)
-        self.write()
-
-    def write(self) -> None:
-        """Rewrite the TSV (header ``step`` + columns) atomically."""
-        header = ["step", *self.columns]
-        lines = ["\t".join(header)] + ["\t".join(str(r.get(h, "")) for h in header) for r in self.rows]
-        atomic_write_text(self.path, "\n".join(lines) + "\n")
-        if self.mirror is not None:
-            atomic_write_text(self.mirror, "\n".join(lines) + "\n")
 
 
 def train_and_publish(
@@ -289,53 +173,6 @@ def publish_model(trainer: Any, out_dir: str | Path, extra_files: Mapping[str, s
             (tmp / name).write_text(text, encoding="utf-8")
     return out
 
-
-def evaluate_accepted(
-    model_dir: str | Path,
-    problems: Sequence[Problem],
-    judge: Any,
-    max_new_tokens: int = 64,
-    batch_size: int = 32,
-) -> dict[str, Any]:
-    """Quick greedy check of a trained model: accepted@1 and mean pass_ratio over ``problems`` (one greedy sample).
-
-    This is the stage's own learning signal (also per ``meta['template']`` when present); the full protocol
-    (pass@k, CIs, QA logs) is the ``eval`` stage's job. Programs are extracted with
-    :func:`rlvr.reward.extract.program_for` and judged with ``judge.judge_many``. Returns
-    ``{"accepted@1", "pass_ratio", "n", "by_template": {...}}``."""
-    from rlvr.generate import SamplingParams, make_generator
-
-    if not problems:
-        return {"accepted@1": 0.0, "pass_ratio": 0.0, "n": 0}
-    gen = make_generator("hf", model=str(model_dir), batch_size=batch_size)
-    outs = gen.generate([build_messages(p) for p in problems], 1, SamplingParams(max_new_tokens=max_new_tokens))
-    results = judge_completions(judge, problems, [o[0].text for o in outs])
-    acc = [r[0] for r in results]
-    pr = [r[1] for r in results]
-    by: dict[str, list[bool]] = {}
-    for p, a in zip(problems, acc, strict=True):
-        by.setdefault(str(p.meta.get("template", p.source)), []).append(a)
-    return {
-        "accepted@1": sum(acc) / len(acc),
-        "pass_ratio": sum(pr) / len(pr),
-        "n": len(acc),
-        "by_template": {k: sum(v) / len(v) for k, v in sorted(by.items())},
-    }
-
-
-def judge_completions(judge: Any, problems: Sequence[Problem], texts: Sequence[str]) -> list[tuple[bool, float]]:
-    """Judge completion texts (one per problem, aligned) → ``(accepted, pass_ratio)`` each. A completion without
-    extractable code is ``(False, 0.0)`` and never reaches the judge."""
-    from rlvr.reward.extract import program_for
-
-    progs = [program_for(p, t) for p, t in zip(problems, texts, strict=True)]
-    idx = [i for i, c in enumerate(progs) if c is not None]
-    out: list[tuple[bool, float]] = [(False, 0.0)] * len(progs)
-    if idx:
-        res = judge.judge_many([(problems[i], progs[i]) for i in idx])
-        for i, r in zip(idx, res, strict=True):
-            out[i] = (r.verdict == "accepted", float(r.pass_ratio))
-    return out
 
 
 class OptimParams(Section):
@@ -394,35 +231,4 @@ def lora_config(opt: OptimParams) -> Any:
     return LoraConfig(r=opt.lora_r, lora_alpha=opt.lora_alpha, target_modules="all-linear", task_type="CAUSAL_LM")
 
 
-def checkpoint_step(ckpt: str | None) -> int:
-    """The global step of a ``checkpoint-<step>`` folder path (0 for ``None``)."""
-    if not ckpt:
-        return 0
-    tail = Path(ckpt).name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else 0
 
-
-def stage_eval(
-    model_dir: str | Path,
-    judge: Any,
-    params_path: str | Path = "params.yaml",
-    problems_dir: str | Path = "data/governance/problems",
-    out_dir: str | Path = "data/eval",
-) -> dict[str, Any]:
-    """The baseline's evaluation of a trained model: the ``baseline`` params section (datasets, sampling, n, ks,
-    backend) with ``model`` replaced by ``model_dir``, run by :func:`rlvr.eval.baseline.run_baseline`.
-
-    Returns ``{dataset: metrics, "protocol": {...}}`` with exactly the keys of ``metrics/baseline.json``, so
-    ``dvc metrics diff`` lines up baseline vs sft vs dpo vs grpo. Samples, per-task arrays and QA logs go under
-    ``out_dir`` (``data/eval/<stage>``). Stored samples of an earlier run are deleted first: the protocol's sample
-    cache is keyed by the model *path*, which stays the same when a re-run stage publishes new weights there.
-    Raises :class:`rlvr.config.ConfigError` when the section is missing or invalid, ``FileNotFoundError`` naming a
-    missing dataset file."""
-    import shutil
-
-    from rlvr.config import load_section
-    from rlvr.eval.baseline import BaselineParams, run_baseline
-
-    shutil.rmtree(Path(out_dir) / "samples", ignore_errors=True)
-    cfg = load_section("baseline", BaselineParams, params_path).model_copy(update={"model": str(model_dir)})
-    return run_baseline(cfg, judge, problems_dir, out_dir)
