@@ -17,13 +17,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
-
-from rlvr.config import Section
 from rlvr.eval.stats import seed_summary
 from rlvr.io import atomic_write_text
 from rlvr.report import charts
 from rlvr.report.collect import Collected, Phase, TrainingRun, collect, flatten
+from rlvr.report.params import ReportParams
 from rlvr.report.quality import final_section, quality_section, repair_section
 from rlvr.report.render import Num, chart, fmt, pre, render_page, table, text
 
@@ -33,20 +31,6 @@ __all__ = ["STABILITY_COLUMNS", "ReportParams", "build_report", "build_sections"
 STABILITY_COLUMNS = ("reward_mean", "reward_std", "accepted_rate", "pass_ratio", "kl", "entropy", "response_length",
                      "zero_std_frac", "clip_ratio", "judge_s")
 _MAX_PANELS = 15
-
-
-class ReportParams(Section):
-    """``params.yaml`` section ``report``.
-
-    ``bootstrap``: resamples B of the bootstrap CIs; ``seed``: their RNG seed; ``alpha``: 1 - CI coverage (0.05 →
-    95 %); ``phase_order``: pipeline order of phases/stages (flips compare each phase with the previous one; unknown
-    names go last); ``title``: page title."""
-
-    bootstrap: int = Field(1000, ge=1)
-    seed: int = 0
-    alpha: float = Field(0.05, gt=0, lt=1)
-    phase_order: list[str] = Field(default_factory=lambda: ["baseline", "sft", "dpo", "grpo", "repair"])
-    title: str = "rlvr report: quality, cost, stability, data"
 
 
 def _phase_cost(p: Phase) -> dict[str, float | None]:

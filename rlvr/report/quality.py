@@ -12,16 +12,14 @@ page assembly is :mod:`rlvr.report.build`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rlvr.eval.stats import bootstrap_counts_ci, paired_flips, per_task_metric_cis, seed_summary
 from rlvr.judge.verdict import VERDICTS
 from rlvr.report import charts
 from rlvr.report.collect import Collected, Phase, flatten
+from rlvr.report.params import ReportParams
 from rlvr.report.render import Num, chart, fmt, table, text
-
-if TYPE_CHECKING:
-    from rlvr.report.build import ReportParams
 
 __all__ = ["final_section", "quality_section", "repair_section"]
 
