@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.rlvr-installed
 PYTEST_ARGS ?=
 
-.PHONY: setup system repro test lint bench clean
+.PHONY: setup system repro test lint docs bench clean
 
 setup: system $(STAMP)
 
@@ -33,9 +33,10 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(BIN)/pip install -q --disable-pip-version-check -c requirements/lock.txt -e ".[dev]"
 	touch $(STAMP)
 
+# ends with the run's result per phase and dataset (`rlvr summary`); every metric: `dvc metrics show`
 repro: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc metrics show
+	$(BIN)/rlvr summary
 
 test: setup
 	$(BIN)/pytest -q $(PYTEST_ARGS)
@@ -43,8 +44,12 @@ test: setup
 lint: setup
 	$(BIN)/ruff check rlvr stages tests bench
 
+# the docs site (MkDocs Material, API reference from docstrings) into site/; `make test` builds it too (--strict)
+docs: setup
+	$(BIN)/mkdocs build --strict
+
 bench: setup
 	$(BIN)/python bench/judge/bench_judge.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site
