@@ -11,43 +11,28 @@ Writes ``metrics/baseline.json`` ({dataset: metrics, "protocol": backend/model/s
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from pathlib import Path
 
-import click
-
-from rlvr.config import dump_resolved, load_section
 from rlvr.eval.baseline import BaselineParams, run_baseline
 from rlvr.eval.tracking import log_metrics
-from rlvr.io import atomic_write_json
 from rlvr.judge.client import get_judge
+from rlvr.stage import Params, Result, closed_after, option, stage
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out-dir", default="data/baseline", show_default=True, type=click.Path(path_type=Path))
-@click.option("--metrics", "metrics_path", default="metrics/baseline.json", show_default=True,
-              type=click.Path(path_type=Path))
-def main(params_path: str, problems_dir: Path, out_dir: Path, metrics_path: Path) -> None:
+@stage(option("--problems-dir", default="data/governance/problems", path=True),
+       option("--out-dir", default="data/baseline", path=True),
+       option("--metrics", "metrics_path", default="metrics/baseline.json", path=True))
+def main(params: Params, problems_dir: Path, out_dir: Path, metrics_path: Path) -> Result:
     """Evaluate the base model on the configured datasets and write metrics, samples and QA logs."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    cfg = load_section("baseline", BaselineParams, params_path)
-    judge = get_judge()
-    try:
+    cfg = params.section("baseline", BaselineParams)
+    with closed_after(get_judge()) as judge:
         report = run_baseline(cfg, judge, problems_dir, out_dir)
-    finally:
-        with contextlib.suppress(Exception):
-            judge.close()
-    dump_resolved(cfg, out_dir)
-    atomic_write_json(metrics_path, report)
-    for name, m in report.items():
-        if name != "protocol":
-            click.echo(f"{name}: accepted@1={m['accepted@1']} verdicts="
-                       f"{ {v: c['count'] for v, c in m['verdicts'].items() if c['count']} }")
     log_metrics(report, project=cfg.wandb_project, run_name="baseline", job_type="baseline",
                 config=cfg.model_dump(mode="json"))
+    echo = "\n".join(f"{name}: accepted@1={m['accepted@1']} verdicts="
+                     f"{ {v: c['count'] for v, c in m['verdicts'].items() if c['count']} }"
+                     for name, m in report.items() if name != "protocol")
+    return Result(json={metrics_path: report}, resolved={out_dir: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

@@ -10,37 +10,33 @@ Run: ``python stages/dpo.py`` from the repository root.
 
 from __future__ import annotations
 
-import click
+from pathlib import Path
 
-from rlvr.config import dump_resolved, load_section
-from rlvr.io import atomic_write_json
 from rlvr.judge.client import get_judge
+from rlvr.stage import Params, Result, closed_after, option, stage
 from rlvr.train.local.common import TrainCommon, load_problem_sets, stage_eval
 from rlvr.train.local.dpo import DPOParams, run_dpo
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path())
-@click.option("--model", "model_dir", default="models/sft", show_default=True, help="input (and reference) model")
-@click.option("--out-model", default="models/dpo", show_default=True, type=click.Path())
-@click.option("--metrics", "metrics_path", default="metrics/dpo.json", show_default=True, type=click.Path())
-@click.option("--curves", default="metrics/dpo/curves.tsv", show_default=True, type=click.Path())
-@click.option("--eval-metrics", default="metrics/eval_dpo.json", show_default=True, type=click.Path())
-@click.option("--eval-dir", default="data/eval/dpo", show_default=True, type=click.Path())
-def main(params_path: str, problems_dir: str, model_dir: str, out_model: str, metrics_path: str, curves: str,
-         eval_metrics: str, eval_dir: str) -> None:
+@stage(option("--problems-dir", default="data/governance/problems", path=True),
+       option("--model", "model_dir", default="models/sft", help="input (and reference) model"),
+       option("--out-model", default="models/dpo", path=True),
+       option("--metrics", "metrics_path", default="metrics/dpo.json", path=True),
+       option("--curves", default="metrics/dpo/curves.tsv", path=True),
+       option("--eval-metrics", default="metrics/eval_dpo.json", path=True),
+       option("--eval-dir", default="data/eval/dpo", path=True))
+def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, metrics_path: Path, curves: Path,
+         eval_metrics: Path, eval_dir: Path) -> Result:
     """Mine preference pairs with the judge and train DPO from the SFT model, then evaluate it like the baseline."""
-    common = load_section("train", TrainCommon, params_path)
-    cfg = load_section("dpo", DPOParams, params_path)
+    common = params.section("train", TrainCommon)
+    cfg = params.section("dpo", DPOParams)
     train = load_problem_sets(problems_dir, common.train_sets)
     dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
-    judge = get_judge()
-    metrics = run_dpo(cfg, common, model_dir, train, dev, judge, out_model, curves)
-    dump_resolved(cfg, out_model)
-    atomic_write_json(metrics_path, metrics)
-    atomic_write_json(eval_metrics, stage_eval(out_model, judge, params_path, problems_dir, eval_dir))
-    click.echo(f"dpo: {metrics['pairs']['pairs']} pairs, {metrics['steps']} steps, dev {metrics.get('dev', {})}")
+    with closed_after(get_judge()) as judge:
+        metrics = run_dpo(cfg, common, model_dir, train, dev, judge, out_model, curves)
+        report = stage_eval(out_model, judge, params.path, problems_dir, eval_dir)
+    echo = f"dpo: {metrics['pairs']['pairs']} pairs, {metrics['steps']} steps, dev {metrics.get('dev', {})}"
+    return Result(json={metrics_path: metrics, eval_metrics: report}, resolved={out_model: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

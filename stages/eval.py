@@ -13,27 +13,20 @@ samples, resumable journals). Re-running resumes from the journals; a re-run wit
 
 from __future__ import annotations
 
-import contextlib
-import logging
 from pathlib import Path
 
-import click
-
-from rlvr.config import dump_resolved, load_section
-from rlvr.eval.final import EvalParams, load_params, run_eval
+from rlvr.eval.final import EvalParams, run_eval
 from rlvr.generate import make_generator
 from rlvr.judge.client import get_judge
+from rlvr.stage import Params, Result, closed_after, option, stage
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out-dir", default="data/eval/final", show_default=True, type=click.Path(path_type=Path))
-@click.option("--metrics-dir", default="metrics/final", show_default=True, type=click.Path(path_type=Path))
-def main(params_path: str, problems_dir: Path, out_dir: Path, metrics_dir: Path) -> None:
+@stage(option("--problems-dir", default="data/governance/problems", path=True),
+       option("--out-dir", default="data/eval/final", path=True),
+       option("--metrics-dir", default="metrics/final", path=True))
+def main(params: Params, problems_dir: Path, out_dir: Path, metrics_dir: Path) -> Result:
     """Score every phase's model that exists on disk; list the others as not run."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    cfg = load_section("eval", EvalParams, params_path)
+    cfg = params.section("eval", EvalParams)
 
     def make_gen(model_dir: Path):
         if cfg.backend == "vllm":
@@ -41,20 +34,16 @@ def main(params_path: str, problems_dir: Path, out_dir: Path, metrics_dir: Path)
         return make_generator("hf", model=str(model_dir), device=cfg.device, batch_size=cfg.batch_size,
                               num_threads=cfg.cpu_threads)
 
-    judge = get_judge()
-    try:
-        summary = run_eval(cfg, judge, make_gen, problems_dir, out_dir, metrics_dir, params=load_params(params_path))
-    finally:
-        with contextlib.suppress(Exception):
-            judge.close()
-    dump_resolved(cfg, out_dir)
-    for phase, dsets in summary["phases"].items():
-        click.echo(f"{phase}: " + ", ".join(f"{d}={m.get('accepted@1')}" for d, m in dsets.items()))
+    with closed_after(get_judge()) as judge:
+        summary = run_eval(cfg, judge, make_gen, problems_dir, out_dir, metrics_dir, params=params.raw())
+    lines = [f"{phase}: " + ", ".join(f"{d}={m.get('accepted@1')}" for d, m in dsets.items())
+             for phase, dsets in summary["phases"].items()]
     if summary["not_run"]:
-        click.echo(f"not run: {', '.join(summary['not_run'])}")
+        lines.append(f"not run: {', '.join(summary['not_run'])}")
     if summary.get("headline"):
-        click.echo(f"headline ({summary['headline']['phase']}): " + ", ".join(
+        lines.append(f"headline ({summary['headline']['phase']}): " + ", ".join(
             f"{d}={m.get('accepted@1')}" for d, m in summary["headline"].items() if isinstance(m, dict)))
+    return Result(resolved={out_dir: cfg}, echo="\n".join(lines))
 
 
 if __name__ == "__main__":

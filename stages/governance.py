@@ -15,41 +15,27 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-import click
-
-from rlvr.config import dump_resolved, load_section
 from rlvr.data import audit
 from rlvr.data import governance as gov
 from rlvr.data.bundled import sha256_file
 from rlvr.data.schema import write_problems
-from rlvr.io import atomic_dir, atomic_write_json, atomic_write_jsonl, atomic_write_text
+from rlvr.io import atomic_dir, atomic_write_jsonl, atomic_write_text
+from rlvr.judge.client import get_judge
+from rlvr.stage import Params, Result, closed_after, option, stage
 
 
-def _judge():
-    from rlvr.judge.client import get_judge
-
-    return get_judge()
-
-
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, help="params file")
-@click.option("--out-dir", default="data/governance", show_default=True, type=click.Path(path_type=Path))
-@click.option("--metrics", "metrics_path", default="metrics/governance.json", show_default=True,
-              type=click.Path(path_type=Path))
-@click.option("--raw-dir", default=None, type=click.Path(path_type=Path), help="bundled data folder (default data/raw)")
-def main(params_path: str, out_dir: Path, metrics_path: Path, raw_dir: Path | None) -> None:
+@stage(option("--out-dir", default="data/governance", path=True),
+       option("--metrics", "metrics_path", default="metrics/governance.json", path=True),
+       option("--raw-dir", path=True, help="bundled data folder (default data/raw)"))
+def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None) -> Result:
     """Normalise, audit and verify the benchmark problems."""
-    cfg = load_section("governance", gov.GovernanceParams, params_path)
+    cfg = params.section("governance", gov.GovernanceParams)
     by_slug = gov.load_configured(cfg, raw_dir)
     slug_of = {p.id: slug for slug, ps in by_slug.items() for p in ps}
     problems = [p for ps in by_slug.values() for p in ps]
-    judge = _judge() if cfg.compute_expected or cfg.references.verify else None
-    try:
+    needs_judge = cfg.compute_expected or cfg.references.verify
+    with closed_after(get_judge()) if needs_judge else contextlib.nullcontext() as judge:
         kept, report = gov.run_governance(problems, cfg, judge=judge, origin_of=gov.origins(cfg, by_slug))
-    finally:
-        if judge is not None and hasattr(judge, "close"):
-            with contextlib.suppress(Exception):
-                judge.close()
     kept_by_slug: dict[str, list] = {slug: [] for slug in by_slug}
     for p in kept:
         kept_by_slug[slug_of[p.id]].append(p)
@@ -59,7 +45,7 @@ def main(params_path: str, out_dir: Path, metrics_path: Path, raw_dir: Path | No
         # by unseen (template, constant) pairs (rlvr/data/synthetic.py). It shares no text with any benchmark.
         from rlvr.data.synthetic import SyntheticParams, generate_from_params
 
-        kept_by_slug["synthetic"] = generate_from_params(load_section("synthetic", SyntheticParams, params_path))
+        kept_by_slug["synthetic"] = generate_from_params(params.section("synthetic", SyntheticParams))
     with atomic_dir(out_dir / "problems") as prob_dir:  # replaced whole: no stale datasets of an earlier config
         for slug, ps in kept_by_slug.items():
             write_problems(prob_dir / f"{slug}.jsonl", ps)
@@ -72,10 +58,10 @@ def main(params_path: str, out_dir: Path, metrics_path: Path, raw_dir: Path | No
                for f in [*sorted((out_dir / "problems").glob("*.jsonl")), *(out_dir / n for n in files)]]
     atomic_write_text(out_dir / "audit.md", audit.audit_markdown(report, gov.input_checksums(cfg, raw_dir), cfg,
                                                                outputs=outputs, versions=audit.library_versions()))
-    dump_resolved(cfg, out_dir)
-    atomic_write_json(metrics_path, audit.governance_metrics(report, kept_by_slug))
-    click.echo(f"governance: {len(problems)} → {len(kept)} problems in {len(kept_by_slug)} datasets; "
-               f"{len(report['removed'])} removed (listed in {out_dir / 'removed.jsonl'})")
+    echo = (f"governance: {len(problems)} → {len(kept)} problems in {len(kept_by_slug)} datasets; "
+            f"{len(report['removed'])} removed (listed in {out_dir / 'removed.jsonl'})")
+    return Result(json={metrics_path: audit.governance_metrics(report, kept_by_slug)}, resolved={out_dir: cfg},
+                  echo=echo)
 
 
 if __name__ == "__main__":

@@ -12,18 +12,17 @@ solutions stops the pipeline.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 from pydantic import Field
 
-from rlvr.config import Section, load_section
+from rlvr.config import Section
 from rlvr.data.schema import read_problems
-from rlvr.io import atomic_write_json
 from rlvr.judge import JUDGE_VERSION
 from rlvr.judge.check import check_references
 from rlvr.judge.client import get_judge
+from rlvr.stage import Params, Result, closed_after, option, stage
 
 
 class JudgeCheckParams(Section):
@@ -34,38 +33,28 @@ class JudgeCheckParams(Section):
     max_listed: int = 200
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(exists=True))
-@click.option("--out", default="metrics/judge_check.json", show_default=True, type=click.Path())
-def main(params_path: str, problems_dir: str, out: str) -> None:
+@stage(option("--problems-dir", default="data/governance/problems", type=click.Path(exists=True)),
+       option("--out", default="metrics/judge_check.json", path=True))
+def main(params: Params, problems_dir: str, out: Path) -> Result:
     """Judge every dataset's reference solutions and write the per-dataset report."""
-    cfg = load_section("judge_check", JudgeCheckParams, params_path)
-    judge = get_judge()
-    report: dict[str, object] = {"judge_version": JUDGE_VERSION}
-    failures = []
-    for path in sorted(Path(problems_dir).glob("*.jsonl")):
-        name = path.stem
-        res = check_references(read_problems(path), judge, cfg.max_listed)
-        report[name] = res
-        click.echo(f"{name}: {res['accepted']}/{res['with_reference']} accepted {res['verdicts']}")
-        if name in cfg.must_pass and res["rejected"]:
-            failures.append(f"{name}: {res['rejected']} reference solution(s) rejected")
-    for name in cfg.full_datasets:
-        from rlvr.data.loaders import load
+    from rlvr.data.loaders import load
 
-        res = check_references(load(name), judge, cfg.max_listed)
-        key = f"{name.replace(':', '-')}-all"
-        report[key] = res
-        click.echo(f"{key}: {res['accepted']}/{res['with_reference']} accepted {res['verdicts']}")
-        if key in cfg.must_pass and res["rejected"]:
-            failures.append(f"{key}: {res['rejected']} reference solution(s) rejected")
-    missing = [n for n in cfg.must_pass if n not in report]
-    failures += [f"{n}: dataset listed in judge_check.must_pass but not in {problems_dir}" for n in missing]
-    atomic_write_json(out, report)
-    if failures:
-        click.echo("judge_check failed:\n  " + "\n  ".join(failures), err=True)
-        sys.exit(1)
+    cfg = params.section("judge_check", JudgeCheckParams)
+    report: dict[str, object] = {"judge_version": JUDGE_VERSION}
+    sets = [(path.stem, lambda path=path: read_problems(path)) for path in sorted(Path(problems_dir).glob("*.jsonl"))]
+    sets += [(f"{name.replace(':', '-')}-all", lambda name=name: load(name)) for name in cfg.full_datasets]
+    lines, failures = [], []
+    with closed_after(get_judge()) as judge:
+        for key, problems in sets:
+            res = check_references(problems(), judge, cfg.max_listed)
+            report[key] = res
+            lines.append(f"{key}: {res['accepted']}/{res['with_reference']} accepted {res['verdicts']}")
+            if key in cfg.must_pass and res["rejected"]:
+                failures.append(f"{key}: {res['rejected']} reference solution(s) rejected")
+    failures += [f"{n}: dataset listed in judge_check.must_pass but not in {problems_dir}"
+                 for n in cfg.must_pass if n not in report]
+    return Result(json={out: report}, echo="\n".join(lines),
+                  error=("judge_check failed:\n  " + "\n  ".join(failures)) if failures else None)
 
 
 if __name__ == "__main__":

@@ -15,23 +15,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
-from rlvr.config import dump_resolved, load_section
+from rlvr.config import dump_resolved
 from rlvr.data import export
 from rlvr.data import manifests as man
 from rlvr.data.bundled import sha256_file
 from rlvr.io import atomic_dir, atomic_write_json, atomic_write_jsonl
+from rlvr.stage import Params, Result, option, stage
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, help="params file")
-@click.option("--in-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
-@click.option("--gov-dir", default=None, type=click.Path(path_type=Path), help="governance folder (default: in-dir/..)")
-@click.option("--out-dir", default="data/manifests", show_default=True, type=click.Path(path_type=Path))
-def main(params_path: str, in_dir: Path, gov_dir: Path | None, out_dir: Path) -> None:
+@stage(option("--in-dir", default="data/governance/problems", path=True),
+       option("--gov-dir", path=True, help="governance folder (default: in-dir/..)"),
+       option("--out-dir", default="data/manifests", path=True))
+def main(params: Params, in_dir: Path, gov_dir: Path | None, out_dir: Path) -> Result:
     """Write manifests, training sets and engine files for the governed problems."""
-    cfg = load_section("manifests", man.ManifestsParams, params_path)
+    cfg = params.section("manifests", man.ManifestsParams)
     gov_dir = gov_dir or in_dir.parent
     governed = man.load_governed(in_dir)
     refs = man.read_jsonl(gov_dir / "references.jsonl")
@@ -40,7 +37,7 @@ def main(params_path: str, in_dir: Path, gov_dir: Path | None, out_dir: Path) ->
     sft, sft_n = man.build_sft(man.select(governed, cfg.sft_sets), refs, cfg.sft_max_per_problem)
     dpo, dpo_n = man.build_dpo(man.select(governed, cfg.dpo_sets), refs, cfg.dpo_max_pairs_per_problem)
     val = man.select(governed, cfg.verl_val)
-    with atomic_dir(out_dir) as tmp:  # replaced whole: no stale manifests of removed datasets
+    with atomic_dir(out_dir) as tmp:  # replaced whole (so written here, not by Result): no stale manifests
         index = man.write_manifests(governed, tmp)
         atomic_write_jsonl(tmp / "sft" / "train.jsonl", (export.trl_sft_row(p, a) for p, a in sft))
         export.write_verl_sft_parquet(sft, tmp / "sft" / "train.parquet")
@@ -54,8 +51,8 @@ def main(params_path: str, in_dir: Path, gov_dir: Path | None, out_dir: Path) ->
         files = {f: {"rows": n, "sha256": sha256_file(tmp / f)} for f, n in rows.items() if (tmp / f).is_file()}
         atomic_write_json(tmp / "training_sets.json", {"files": files, "sft": sft_n, "dpo": dpo_n, "grpo": grpo_n})
         dump_resolved(cfg, tmp)
-    click.echo(f"manifests: {len(index)} manifests; SFT {len(sft)} pairs, DPO {len(dpo)} pairs, GRPO/verl train "
-               f"{len(grpo)} prompts, verl val {len(val)} rows")
+    return Result(echo=f"manifests: {len(index)} manifests; SFT {len(sft)} pairs, DPO {len(dpo)} pairs, GRPO/verl "
+                       f"train {len(grpo)} prompts, verl val {len(val)} rows")
 
 
 if __name__ == "__main__":

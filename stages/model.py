@@ -17,12 +17,13 @@ from pathlib import Path
 import click
 from pydantic import Field
 
-from rlvr.config import Section, dump_resolved, load_section
+from rlvr.config import Section
 from rlvr.data.prompts import build_prompt
 from rlvr.data.schema import read_problems
 from rlvr.io import atomic_dir
 from rlvr.model import build_tiny_model
 from rlvr.model.tiny import MODEL_REF_FILE
+from rlvr.stage import Params, Result, option, stage
 
 
 class ModelParams(Section):
@@ -52,13 +53,11 @@ def corpus(problems_dir: Path, solutions: int) -> list[str]:
     return texts
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out", default="models/base", show_default=True, type=click.Path(path_type=Path))
-def main(params_path: str, problems_dir: Path, out: Path) -> None:
+@stage(option("--problems-dir", default="data/governance/problems", path=True),
+       option("--out", default="models/base", path=True))
+def main(params: Params, problems_dir: Path, out: Path) -> Result:
     """Build the tiny model or record the external model id."""
-    cfg = load_section("model", ModelParams, params_path)
+    cfg = params.section("model", ModelParams)
     if cfg.name == "tiny":
         build_tiny_model(out, corpus(problems_dir, cfg.corpus_solutions), seed=cfg.seed, vocab_size=cfg.vocab_size,
                          hidden_size=cfg.hidden_size, layers=cfg.layers, heads=cfg.heads, kv_heads=cfg.kv_heads,
@@ -66,8 +65,7 @@ def main(params_path: str, problems_dir: Path, out: Path) -> None:
     else:
         with atomic_dir(out) as tmp:
             (tmp / MODEL_REF_FILE).write_text(json.dumps({"name": cfg.name}) + "\n", encoding="utf-8")
-    dump_resolved(cfg, out)
-    click.echo(f"model: {cfg.name} -> {out}")
+    return Result(resolved={out: cfg}, echo=f"model: {cfg.name} -> {out}")
 
 
 if __name__ == "__main__":

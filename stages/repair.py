@@ -25,83 +25,79 @@ Writes ``metrics/repair.json``: ``{dataset: after-training metrics (recovery_rat
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import time
 from pathlib import Path
+from typing import Any
 
-import click
-
-from rlvr.config import dump_resolved, load_params, load_section
 from rlvr.data.synthetic import SyntheticParams
 from rlvr.eval.tracking import log_metrics
-from rlvr.io import atomic_write_json
 from rlvr.judge.client import get_judge
 from rlvr.repair.eval import RepairParams, default_model, run_repair_stage
+from rlvr.stage import Params, Result, closed_after, option, stage
 from rlvr.train.engine import load_engine
 from rlvr.train.local.common import TrainCommon, load_problem_sets
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--problems-dir", default="data/governance/problems", show_default=True, type=click.Path(path_type=Path))
-@click.option("--model", "model_dir", default=None, help="input model (default: repair.model, else the last trained)")
-@click.option("--out-model", default="models/repair", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out-dir", default="data/repair", show_default=True, type=click.Path(path_type=Path))
-@click.option("--metrics", "metrics_path", default="metrics/repair.json", show_default=True,
-              type=click.Path(path_type=Path))
-@click.option("--curves", default="metrics/repair/curves.tsv", show_default=True, type=click.Path(path_type=Path))
-def main(params_path: str, problems_dir: Path, model_dir: str | None, out_model: Path, out_dir: Path,
-         metrics_path: Path, curves: Path) -> None:
+def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str, judge: Any, out_model: Path,
+           curves: Path) -> dict[str, Any]:
+    """Repair training on the configured engine (local: unrolled multi-turn GRPO; verl: the tool_agent loop)."""
+    common = params.section("train", TrainCommon)
+    engine = load_engine(params.path)
+    train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)
+    if engine == "verl":
+        from rlvr.repair.verl_tool import run_repair_verl
+
+        training = run_repair_verl(cfg, params.path, model_in, train,
+                                   load_problem_sets(problems_dir, common.eval_sets), out_model, curves)
+    else:
+        from rlvr.train.local.repair import run_repair_training
+
+        training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model, curves)
+    return {"engine": engine, **training}
+
+
+def _echo(report: dict[str, Any]) -> str:
+    lines = []
+    for name, m in report.items():
+        if name not in ("protocol", "before", "training"):
+            b = report.get("before", {}).get(name, m)
+            lines.append(f"{name}: recovery_rate {b['recovery_rate']} -> {m['recovery_rate']} "
+                         f"(recovered {b['recovered']}/{b['first_turn_failures']} -> "
+                         f"{m['recovered']}/{m['first_turn_failures']}), accepted_at_turn {b['accepted_at_turn']} -> "
+                         f"{m['accepted_at_turn']}")
+    return "\n".join(lines)
+
+
+@stage(option("--problems-dir", default="data/governance/problems", path=True),
+       option("--model", "model_dir", help="input model (default: repair.model, else the last trained)"),
+       option("--out-model", default="models/repair", path=True),
+       option("--out-dir", default="data/repair", path=True),
+       option("--metrics", "metrics_path", default="metrics/repair.json", path=True),
+       option("--curves", default="metrics/repair/curves.tsv", path=True))
+def main(params: Params, problems_dir: Path, model_dir: str | None, out_model: Path, out_dir: Path,
+         metrics_path: Path, curves: Path) -> Result:
     """Train the repair loop from the input model, then evaluate recovery before and after; write metrics."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     t0 = time.perf_counter()
-    cfg = load_section("repair", RepairParams, params_path)
-    synthetic = (load_section("synthetic", SyntheticParams, params_path)
-                 if "synthetic" in load_params(params_path) else None)
+    cfg = params.section("repair", RepairParams)
+    synthetic = params.section("synthetic", SyntheticParams) if "synthetic" in params.raw() else None
     model_in = model_dir or cfg.model or default_model()
-    judge = get_judge()
-    try:
+    with closed_after(get_judge()) as judge:
         if cfg.backend == "samples":  # a scripted policy has no weights to train: evaluate only
             report = run_repair_stage(cfg, judge, problems_dir, out_dir, synthetic)
             before, training = None, {"skipped": True, "reason": "samples backend: no model to train"}
         else:
-            common = load_section("train", TrainCommon, params_path)
-            engine = load_engine(params_path)
-            train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)
-            if engine == "verl":
-                from rlvr.repair.verl_tool import run_repair_verl
-
-                training = run_repair_verl(cfg, params_path, model_in, train,
-                                           load_problem_sets(problems_dir, common.eval_sets), out_model, curves)
-            else:
-                from rlvr.train.local.repair import run_repair_training
-
-                training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model,
-                                               curves)
-            training = {"engine": engine, **training}
+            training = _train(params, cfg, problems_dir, model_in, judge, out_model, curves)
             before = run_repair_stage(cfg.model_copy(update={"model": model_in}), judge, problems_dir,
                                       out_dir / "before", synthetic)
             report = run_repair_stage(cfg.model_copy(update={"model": str(out_model)}), judge, problems_dir,
                                       out_dir, synthetic)
             report["protocol"]["input_model"] = model_in
-    finally:
-        with contextlib.suppress(Exception):
-            judge.close()
     if before is not None:
         report["before"] = {k: v for k, v in before.items() if k != "protocol"}
     report["training"] = {**training, "stage_wall_s": round(time.perf_counter() - t0, 1)}
-    dump_resolved(cfg, out_dir)
-    atomic_write_json(metrics_path, report)
-    for name, m in report.items():
-        if name not in ("protocol", "before", "training"):
-            b = report.get("before", {}).get(name, m)
-            click.echo(f"{name}: recovery_rate {b['recovery_rate']} -> {m['recovery_rate']} "
-                       f"(recovered {b['recovered']}/{b['first_turn_failures']} -> "
-                       f"{m['recovered']}/{m['first_turn_failures']}), accepted_at_turn {b['accepted_at_turn']} -> "
-                       f"{m['accepted_at_turn']}")
     log_metrics(report, project=cfg.wandb_project, run_name="repair", job_type="repair",
                 config=cfg.model_dump(mode="json"))
+    return Result(json={metrics_path: report}, resolved={out_dir: cfg}, echo=_echo(report))
 
 
 if __name__ == "__main__":

@@ -13,26 +13,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
-
-from rlvr.config import dump_resolved, load_section
 from rlvr.report import ReportParams, build_report
+from rlvr.stage import Params, Result, option, stage
 
 
-@click.command()
-@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(exists=True))
-@click.option("--metrics-dir", default="metrics", show_default=True, type=click.Path(path_type=Path))
-@click.option("--data-dir", default="data", show_default=True, type=click.Path(path_type=Path))
-@click.option("--out", "out_path", default="reports/index.html", show_default=True, type=click.Path(path_type=Path))
-def main(params_path: str, metrics_dir: Path, data_dir: Path, out_path: Path) -> None:
+@stage(option("--metrics-dir", default="metrics", path=True), option("--data-dir", default="data", path=True),
+       option("--out", "out_path", default="reports/index.html", path=True))
+def main(params: Params, metrics_dir: Path, data_dir: Path, out_path: Path) -> Result:
     """Render the quality / cost / stability / data report."""
-    cfg = load_section("report", ReportParams, params_path)
+    cfg = params.section("report", ReportParams)
     summary = build_report(cfg, metrics_dir, data_dir, out_path)
-    dump_resolved(cfg, out_path.parent)
-    click.echo(f"report: {out_path} ({summary['bytes'] / 1e3:.0f} kB, {summary['charts']} charts); "
-               f"phases {summary['phases'] or 'none'}; training {summary['training'] or 'none'}")
+    echo = (f"report: {out_path} ({summary['bytes'] / 1e3:.0f} kB, {summary['charts']} charts); "
+            f"phases {summary['phases'] or 'none'}; training {summary['training'] or 'none'}")
     if summary["not_run"]:
-        click.echo("not run yet: " + "; ".join(summary["not_run"]))
+        echo += "\nnot run yet: " + "; ".join(summary["not_run"])
+    return Result(resolved={out_path.parent: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

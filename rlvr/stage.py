@@ -1,0 +1,135 @@
+"""What every stage script (``stages/<name>.py``) shares, so a stage file declares only what is specific to it.
+
+A stage is a function decorated with :func:`stage`; it receives :class:`Params` (the ``--params`` file) and its own
+options (declared with :func:`option`), does its work and returns a :class:`Result`: the files to write and the line to
+print. The decorator adds the common ``--params`` option, configures logging, then writes every result file
+atomically (:mod:`rlvr.io`: temp file + rename, so a failed stage leaves nothing half-written for DVC to cache) and
+echoes the line. Example (``stages/report.py``)::
+
+    @stage(option("--out-dir", default="reports", path=True))
+    def main(params: Params, out_dir: Path) -> Result:
+        \"\"\"Build reports/index.html from the metrics files.\"\"\"
+        summary = build_report(params.section("report", ReportParams), "metrics", "data", out_dir)
+        return Result(echo=f"report: {summary['path']}")
+
+    if __name__ == "__main__":
+        main()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["Params", "Result", "closed_after", "option", "stage"]
+
+S = TypeVar("S")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Params:
+    """The stage's ``params.yaml`` (path from ``--params``). Sections are validated by their pydantic model."""
+
+    path: Path
+
+    def section(self, name: str, model: type[S]) -> S:
+        """Section ``name`` as ``model`` (:func:`rlvr.config.load_section`; unknown keys are errors). Raises
+        :class:`rlvr.config.ConfigError` naming the file and section when it is missing or invalid."""
+        from rlvr.config import load_section
+
+        return load_section(name, model, self.path)  # type: ignore[arg-type]
+
+    def raw(self) -> dict[str, Any]:
+        """The whole file as a dict (:func:`rlvr.config.load_params`)."""
+        from rlvr.config import load_params
+
+        return load_params(self.path)
+
+
+@dataclass
+class Result:
+    """What a stage run produced.
+
+    ``json``: path → JSON-serialisable object, each written with :func:`rlvr.io.atomic_write_json` (parent folders
+    created); ``resolved``: folder → params section, each written with :func:`rlvr.config.dump_resolved` (the resolved
+    params beside an output); ``echo``: the summary printed at the end (nothing when empty); ``error``: when set, the
+    stage fails after writing its files (the message goes to stderr, exit status 1), e.g. a check whose report must be
+    kept for inspection."""
+
+    json: Mapping[str | Path, Any] = field(default_factory=dict)
+    resolved: Mapping[str | Path, Any] = field(default_factory=dict)
+    echo: str = ""
+    error: str | None = None
+
+    def write(self) -> None:
+        """Write every file atomically: the resolved params first, then the JSON files in the given order."""
+        from rlvr.config import dump_resolved
+        from rlvr.io import atomic_write_json
+
+        for folder, section in self.resolved.items():
+            dump_resolved(section, folder)
+        for path, obj in self.json.items():
+            atomic_write_json(path, obj)
+
+
+def option(*decls: str, default: Any = None, path: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
+    """A ``click.option`` with ``show_default=True``; ``path=True`` makes it a :class:`pathlib.Path`
+    (``click.Path(path_type=Path)``)."""
+    if path:
+        kwargs.setdefault("type", click.Path(path_type=Path))
+    if default is not None:
+        kwargs["default"] = default
+    return click.option(*decls, show_default=default is not None, **kwargs)
+
+
+def stage(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Result]], click.Command]:
+    """Turn ``fn(params: Params, **options) -> Result`` into the stage's click command.
+
+    Adds ``--params`` (default ``params.yaml``, must exist), configures INFO logging, calls ``fn``, writes its
+    :class:`Result` atomically, echoes ``Result.echo`` and exits with status 1 when ``Result.error`` is set. The
+    command's help is ``fn``'s docstring. Raises
+    ``TypeError`` when ``fn`` returns something other than a :class:`Result`."""
+
+    def wrap(fn: Callable[..., Result]) -> click.Command:
+        @functools.wraps(fn)
+        def run(params_path: Path, **kwargs: Any) -> None:
+            logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+            result = fn(Params(Path(params_path)), **kwargs)
+            if not isinstance(result, Result):
+                raise TypeError(f"stage {fn.__name__} returned {type(result).__name__}, expected rlvr.stage.Result")
+            result.write()
+            if result.echo:
+                click.echo(result.echo)
+            if result.error:
+                click.echo(result.error, err=True)
+                raise SystemExit(1)
+
+        cmd: Any = run
+        for opt in reversed(options):
+            cmd = opt(cmd)
+        cmd = click.option("--params", "params_path", default="params.yaml", show_default=True,
+                           type=click.Path(exists=True, path_type=Path), help="the params file")(cmd)
+        return click.command(help=fn.__doc__)(cmd)
+
+    return wrap
+
+
+@contextlib.contextmanager
+def closed_after(resource: T) -> Iterator[T]:
+    """Yield ``resource`` and call its ``close()`` on exit, if it has one (a judge: embedded sandboxes or a remote
+    client); an error while closing is ignored so that the stage's own error, if any, is the one reported."""
+    try:
+        yield resource
+    finally:
+        close = getattr(resource, "close", None)
+        if callable(close):
+            with contextlib.suppress(Exception):
+                close()
