@@ -45,8 +45,9 @@ def pass_at_k(n: int | Sequence[int] | np.ndarray, c: int | Sequence[int] | np.n
         n: samples per task (int or ``[T]``); c: accepted samples per task (``[T]``); k: 1 <= k.
     Raises ``ValueError`` if ``k < 1``, ``k > n`` for some task, or ``c`` is outside ``[0, n]``.
 
-    >>> [round(float(pass_at_k(5, 2, k)[0]), 6) for k in (1, 2)]
-    [0.4, 0.7]
+    Examples:
+        >>> [round(float(pass_at_k(5, 2, k)[0]), 6) for k in (1, 2)]
+        [0.4, 0.7]
     """
     c_arr = np.atleast_1d(np.asarray(c, dtype=np.int64))
     n_arr = np.broadcast_to(np.atleast_1d(np.asarray(n, dtype=np.int64)), c_arr.shape)
