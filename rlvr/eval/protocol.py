@@ -3,9 +3,10 @@
 One row per (task, sample), keyed by a content hash of what determines the completion: the problem's content hash,
 the prompt, the model's identity, the sampling parameters and the sample index (EvalPlus-style). The model identity is
 ``model_tag`` (callers pass :func:`rlvr.eval.provenance.model_tag`: folder path **and content sha256**, so new weights
-published at the same path never reuse old completions), else the generator's ``model_id``. A re-run with the same
-``samples_path`` reuses the stored completions of every task whose ``n`` keys are all present and generates only the
-rest; code extraction and judging are always redone, so verdicts follow the current judge.
+published at the same path never reuse old completions), else :func:`rlvr.eval.provenance.model_tag` of the
+generator's ``model_id`` (the same content tag when that is a local folder; a Hub id or served name unchanged). A re-run
+with the same ``samples_path`` reuses the stored completions of every task whose ``n`` keys are all present and
+generates only the rest; code extraction and judging are always redone, so verdicts follow the current judge.
 
 Samples without extractable code (:func:`rlvr.generate.extract_code` returns ``None``) are not sent to the judge:
 their verdict is ``syntax_error`` with message ``"no code found in completion"`` and ``judge_s = 0``.
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from rlvr.data.schema import Problem
 from rlvr.eval.metrics import compute_metrics, per_task_counts
+from rlvr.eval.provenance import model_tag as provenance_tag
 from rlvr.eval.qa import write_qa_logs
 from rlvr.generate.base import Completion, Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
@@ -99,8 +101,8 @@ def evaluate(
         prompt_fn: problem → prompt (default :func:`rlvr.data.prompts.build_messages`, chat messages).
         out_dir: default home of ``samples.jsonl``, ``per_task.json`` and ``qa/<verdict>.jsonl``;
         samples_path / per_task_path / qa_dir override those three paths. judge_chunk: samples per ``judge_many`` call.
-        model_tag: the model identity in sample keys and rows (default ``generator.model_id``; pass
-        :func:`rlvr.eval.provenance.model_tag` of a local model folder so a changed model is regenerated).
+        model_tag: the model identity in sample keys and rows (default: :func:`rlvr.eval.provenance.model_tag` of
+        ``generator.model_id``, i.e. path + content hash for a local folder, so a changed model is regenerated).
     Writes (atomically) the sample rows, the per-task ``{task_id: {n, c, first, pass@k...}}`` arrays and the QA logs.
     Raises ``ValueError`` on duplicate problem ids, ``n < 1`` or a ``k`` outside ``[1, n]``.
     """
@@ -119,7 +121,7 @@ def evaluate(
     per_task_path = Path(per_task_path) if per_task_path else out_dir / "per_task.json"
 
     prompts = [prompt_fn(p) for p in problems]
-    tag = model_tag or generator.model_id
+    tag = model_tag or provenance_tag(generator.model_id)
     keys = [[sample_key(p, pr, tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts, strict=True)]
     cached = _load_rows(samples_path)
     todo = [t for t, ks_ in enumerate(keys) if not all(k in cached for k in ks_)]

@@ -234,3 +234,38 @@ def test_samples_backend_tag_follows_file_content(tmp_path):
     hub = BaselineParams.model_validate({"backend": "hf", "model": "Qwen/Qwen2.5-Coder-7B-Instruct",
                                          "datasets": [{"name": "x"}]})
     assert baseline_model_tag(hub, gen) == "Qwen/Qwen2.5-Coder-7B-Instruct"  # no local folder: the Hub id
+
+
+def test_evaluate_default_key_is_model_content_not_path(tmp_path):
+    """evaluate() called without model_tag (its default: the generator's model_id, a local folder path) must key rows
+    by the folder's content: new weights published at the same path are regenerated, unchanged ones reused."""
+    model = tmp_path / "models" / "sft"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"weights v1")
+    out = tmp_path / "out"
+
+    def run():
+        g = FakeGenerator(ANSWERS)
+        g.model_id = str(model)  # the hf generator records the folder path
+        m = evaluate([P2], g, FakeJudge(), SamplingParams(), out)
+        return g, m
+
+    g, m = run()
+    assert g.calls == [[P2.id]] and m["resumed_tasks"] == 0
+    g, m = run()
+    assert g.calls == [] and m["resumed_tasks"] == 1  # unchanged weights: reused
+    (model / "model.safetensors").write_bytes(b"weights v2")  # re-published at the same path
+    g, m = run()
+    assert g.calls == [[P2.id]] and m["resumed_tasks"] == 0  # regenerated
+    rows = [json.loads(x) for x in (out / "samples.jsonl").read_text().splitlines()]
+    assert {r["model"] for r in rows} == {f"{model}@" + rows[0]["model"].split("@")[1]}
+    assert len(rows[0]["model"].split("@")[1]) == 16
+
+
+def test_evaluate_default_key_of_a_hub_id_is_the_id(tmp_path):
+    g = FakeGenerator(ANSWERS)
+    g.model_id = "Qwen/Qwen2.5-Coder-7B-Instruct"  # no local folder: nothing to hash
+    evaluate([P2], g, FakeJudge(), SamplingParams(), tmp_path)
+    rows = [json.loads(x) for x in (tmp_path / "samples.jsonl").read_text().splitlines()]
+    assert {r["model"] for r in rows} == {"Qwen/Qwen2.5-Coder-7B-Instruct"}

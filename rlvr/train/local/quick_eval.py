@@ -74,8 +74,8 @@ def stage_eval(
 
     Returns ``{dataset: metrics, "protocol": {...}}`` with exactly the keys of ``metrics/baseline.json``, so
     ``dvc metrics diff`` lines up baseline vs sft vs dpo vs grpo. Samples, per-task arrays and QA logs go under
-    ``out_dir`` (``data/eval/<stage>``). Stored samples of an earlier run are deleted first: the protocol's sample
-    cache is keyed by the model *path*, which stays the same when a re-run stage publishes new weights there.
+    ``out_dir`` (``data/eval/<stage>``). Stored samples of an earlier run are deleted first, so each stage run is
+    evaluated afresh (rows are keyed by the model's content hash in any case, :mod:`rlvr.eval.provenance`).
     Raises :class:`rlvr.config.ConfigError` when the section is missing or invalid, ``FileNotFoundError`` naming a
     missing dataset file."""
     import shutil
