@@ -22,6 +22,7 @@ from rlvr.data.schema import read_problems
 from rlvr.judge import JUDGE_VERSION
 from rlvr.judge.check import check_references
 from rlvr.judge.client import get_judge
+from rlvr.progress import progress
 from rlvr.stage import Params, Result, closed_after, option, stage
 
 
@@ -45,7 +46,7 @@ def main(params: Params, problems_dir: str, out: Path) -> Result:
     sets += [(f"{name.replace(':', '-')}-all", lambda name=name: load(name)) for name in cfg.full_datasets]
     lines, failures = [], []
     with closed_after(get_judge()) as judge:
-        for key, problems in sets:
+        for key, problems in progress(sets, desc="judge_check", unit="dataset"):
             res = check_references(problems(), judge, cfg.max_listed)
             report[key] = res
             lines.append(f"{key}: {res['accepted']}/{res['with_reference']} accepted {res['verdicts']}")

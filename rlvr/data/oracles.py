@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from rlvr.data.schema import AssertTest, CallTest, Problem
+from rlvr.progress import progress
 
 __all__ = ["EVALPLUS_FLOAT_ATOL", "canonical_set_literal", "fill_expected"]
 
@@ -80,7 +81,8 @@ def fill_expected(
             return None, f"judge_error: {type(exc).__name__}: {exc}"[:500]
 
     with ThreadPoolExecutor(max_workers=workers) as ex:
-        results = dict(zip((p.id for p in pending), ex.map(work, pending), strict=True))
+        outs = progress(ex.map(work, pending), total=len(pending), desc="oracles", unit="problem")
+        results = dict(zip((p.id for p in pending), outs, strict=True))
     report: dict[str, Any] = {"problems_computed": 0, "tests_computed": 0, "tests_failed": 0,
                               "failed_tests": {}, "dropped": []}
     kept: list[Problem] = []

@@ -33,6 +33,7 @@ from rlvr.generate.base import Completion, Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
 from rlvr.io import atomic_write_json, atomic_write_jsonl
 from rlvr.judge.verdict import JudgeResult
+from rlvr.progress import progress
 
 __all__ = ["NO_CODE_MESSAGE", "evaluate", "first_failure_message", "sample_key"]
 
@@ -158,10 +159,12 @@ def evaluate(
     to_judge = [r for r in rows if r["code"] is not None]
     t0 = time.perf_counter()
     results: list[JudgeResult] = []
-    for s in range(0, len(to_judge), max(1, judge_chunk)):
-        chunk = to_judge[s : s + judge_chunk]
-        results.extend(judge.judge_many([(by_id[r["task_id"]], r["code"]) for r in chunk]))
-        log.info("judged %d/%d", len(results), len(to_judge))
+    with progress(total=len(to_judge), desc="judge", unit="sample") as bar:
+        for s in range(0, len(to_judge), max(1, judge_chunk)):
+            chunk = to_judge[s : s + judge_chunk]
+            results.extend(judge.judge_many([(by_id[r["task_id"]], r["code"]) for r in chunk]))
+            bar.update(len(chunk))
+            log.info("judged %d/%d", len(results), len(to_judge))
     judge_wall = time.perf_counter() - t0
     for r, res in zip(to_judge, results, strict=True):
         r.update(verdict=res.verdict, passed=res.passed, total=res.total, pass_ratio=res.pass_ratio,

@@ -18,6 +18,7 @@ from rlvr.data.schema import Problem
 from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, sample_key
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
+from rlvr.progress import progress
 
 __all__ = ["evaluate_resumable"]
 
@@ -68,7 +69,8 @@ def evaluate_resumable(
     todo = [t for t in range(len(problems))
             if not all(k in done and done[k].get("judge_version") == judge_version for k in keys[t])]
     log.info("%d/%d tasks to do (%d resumed)", len(todo), len(problems), len(problems) - len(todo))
-    with journal.open("a", encoding="utf-8") as fh:
+    bar = progress(total=len(todo), desc=f"eval {journal.stem}", unit="task")
+    with journal.open("a", encoding="utf-8") as fh, bar:
         for s in range(0, len(todo), chunk_tasks):
             chunk = todo[s : s + chunk_tasks]
             need_gen = [t for t in chunk if not all(k in done for k in keys[t])]
@@ -105,4 +107,5 @@ def evaluate_resumable(
                 done[r["key"]] = r
             fh.flush()
             os.fsync(fh.fileno())
+            bar.update(len(chunk))
     return [done[k] for ks_ in keys for k in ks_]

@@ -32,6 +32,7 @@ from rlvr.data.synthetic import SyntheticParams
 from rlvr.eval.baseline import DatasetSelection
 from rlvr.generate import Generator, SamplingParams
 from rlvr.io import atomic_write_jsonl
+from rlvr.progress import progress
 from rlvr.repair.env import EnvConfig, RepairEnv
 from rlvr.train.local.repair import RepairTrainParams
 
@@ -105,12 +106,14 @@ def run_episodes(problems: Sequence[Problem], gen: Generator, judge: Any, cfg: E
     """Run one episode per problem to the end; returns the finished environments (input order). Each round generates
     for all unfinished episodes at once; at most ``turns + max_tool_calls`` rounds."""
     envs = [RepairEnv(p, judge, cfg) for p in problems]
-    for _ in range(cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)):
-        active = [e for e in envs if not e.done]
-        if not active:
-            break
-        for env, (text, n_tok) in zip(active, _generate(gen, active, sampling), strict=True):
-            env.step(text, n_tok)
+    with progress(total=len(envs), desc="repair episodes", unit="episode") as bar:
+        for _ in range(cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)):
+            active = [e for e in envs if not e.done]
+            if not active:
+                break
+            for env, (text, n_tok) in zip(active, _generate(gen, active, sampling), strict=True):
+                env.step(text, n_tok)
+                bar.update(int(env.done))
     return envs
 
 

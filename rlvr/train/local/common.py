@@ -31,6 +31,7 @@ from rlvr.config import Section
 from rlvr.data.prompts import build_messages
 from rlvr.data.schema import Problem, ground_truth
 from rlvr.io import atomic_dir
+from rlvr.progress import progress_enabled
 from rlvr.train.local.curves import TsvCurves
 from rlvr.train.local.quick_eval import evaluate_accepted, judge_completions, stage_eval
 from rlvr.train.local.runs import checkpoint_step, resume_checkpoint, run_dir, setup_tracking
@@ -41,12 +42,14 @@ __all__ = [
     "TsvCurves",
     "checkpoint_step",
     "evaluate_accepted",
+    "fit",
     "grpo_rows",
     "judge_completions",
     "load_problem_sets",
     "lora_config",
     "publish_model",
     "resume_checkpoint",
+    "reward_quarters",
     "run_dir",
     "set_seed",
     "setup_tracking",
@@ -127,6 +130,30 @@ def set_seed(seed: int) -> None:
     hf_set_seed(seed)
 
 
+def fit(trainer_cls: Any, policy: str | Path, args: Any, train_dataset: Any, curves: TsvCurves, run_dir_: str | Path,
+        out_model_dir: str | Path, peft_config: Any = None, **trainer_args: Any) -> tuple[Any, dict[str, Any]]:
+    """Build a TRL trainer (``trainer_cls``: ``SFTTrainer``, ``DPOTrainer``, ``GRPOTrainer``) on ``policy`` with its
+    tokenizer, the curves callback and ``peft_config``, then :func:`train_and_publish` it.
+
+    Returns ``(trainer, metrics)`` with ``metrics = {"train_loss", "steps", "train_runtime_s" (seconds),
+    "resumed_from_step"}``, the keys every local training stage reports."""
+    from transformers import AutoTokenizer
+
+    trainer = trainer_cls(model=str(policy), args=args, train_dataset=train_dataset,
+                          processing_class=AutoTokenizer.from_pretrained(str(policy)), callbacks=[curves.callback],
+                          peft_config=peft_config, **trainer_args)
+    result, wall, resumed = train_and_publish(trainer, run_dir_, curves, out_model_dir)
+    return trainer, {"train_loss": result.training_loss, "steps": trainer.state.global_step,
+                     "train_runtime_s": round(wall, 3), "resumed_from_step": resumed}
+
+
+def reward_quarters(curves: TsvCurves, column: str = "reward_mean") -> dict[str, float | None]:
+    """``{"reward_first", "reward_last"}``: the mean of ``column`` over the first and the last quarter of the logged
+    rows (at least one row each; ``None`` when nothing was logged). Empty and ``nan`` cells are skipped."""
+    rewards = [float(r[column]) for r in curves.rows if str(r.get(column, "")) not in ("", "nan")]
+    q = max(1, len(rewards) // 4)
+    return {"reward_first": sum(rewards[:q]) / q if rewards else None,
+            "reward_last": sum(rewards[-q:]) / q if rewards else None}
 
 
 def train_and_publish(
@@ -218,7 +245,7 @@ def trainer_kwargs(opt: OptimParams, common: TrainCommon, output_dir: Path, repo
         "save_total_limit": common.save_total_limit,
         "report_to": report_to,
         "dataloader_num_workers": 0,
-        "disable_tqdm": True,
+        "disable_tqdm": not progress_enabled(),  # transformers' own step bar (ETA); quiet in CI
     }
 
 

@@ -37,12 +37,12 @@ from rlvr.train.local.common import (
     TrainCommon,
     TsvCurves,
     evaluate_accepted,
+    fit,
     judge_completions,
     lora_config,
     run_dir,
     set_seed,
     setup_tracking,
-    train_and_publish,
     trainer_kwargs,
 )
 
@@ -234,7 +234,6 @@ def run_dpo(
 
     Raises ``ValueError`` when no pair could be mined or taken from the dataset."""
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import DPOConfig, DPOTrainer
 
     set_seed(cfg.seed)
@@ -273,24 +272,12 @@ def run_dpo(
         loss_type=cfg.loss_type,
         max_length=common.max_prompt_length + common.max_completion_length,
     )
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     curves = TsvCurves(curves_path, DPO_CURVES, mirror=Path(out) / "curves.tsv")
-    trainer = DPOTrainer(
-        model=str(model_dir),
-        args=args,
-        train_dataset=ds,
-        processing_class=tokenizer,
-        callbacks=[curves.callback],
-        peft_config=lora_config(cfg),
-    )
-    result, wall, resumed = train_and_publish(trainer, out, curves, out_model_dir)
+    _, fitted = fit(DPOTrainer, model_dir, args, ds, curves, out, out_model_dir, lora_config(cfg))
     metrics: dict[str, Any] = {
         "pairs": stats,
-        "train_loss": result.training_loss,
-        "steps": trainer.state.global_step,
+        **fitted,
         "mining_s": round(mining_s, 3),
-        "train_runtime_s": round(wall, 3),
-        "resumed_from_step": resumed,
     }
     if common.eval_max_new_tokens > 0 and eval_problems:
         metrics["dev"] = evaluate_accepted(out_model_dir, eval_problems, judge, common.eval_max_new_tokens)

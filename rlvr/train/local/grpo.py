@@ -29,12 +29,13 @@ from rlvr.train.local.common import (
     TrainCommon,
     TsvCurves,
     evaluate_accepted,
+    fit,
     grpo_rows,
     lora_config,
+    reward_quarters,
     run_dir,
     set_seed,
     setup_tracking,
-    train_and_publish,
     trainer_kwargs,
 )
 
@@ -163,7 +164,6 @@ def run_grpo(
     ``reward_funcs`` overrides the judge reward (tests); by default
     ``rlvr.reward.trl.make_reward_funcs(reward_mode, judge=judge)``, each wrapped in :class:`TimedReward`."""
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     set_seed(cfg.seed)
@@ -177,29 +177,9 @@ def run_grpo(
                   seed=cfg.seed, problems=train_problems)
     report_to = setup_tracking("grpo", common.report_to, seed=cfg.seed)
     args = grpo_config(cfg, common, out, report_to)
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     curves = TsvCurves(curves_path, GRPO_CURVES, mirror=Path(out) / "curves.tsv")
-    trainer = GRPOTrainer(
-        model=str(model_dir),
-        reward_funcs=funcs,
-        args=args,
-        train_dataset=ds,
-        processing_class=tokenizer,
-        callbacks=[curves.callback],
-        peft_config=lora_config(cfg),
-    )
-    result, wall, resumed = train_and_publish(trainer, out, curves, out_model_dir)
-    rewards = [float(r["reward_mean"]) for r in curves.rows if str(r.get("reward_mean", "")) not in ("", "nan")]
-    q = max(1, len(rewards) // 4)
-    metrics: dict[str, Any] = {
-        "reward_mode": reward_mode,
-        "train_loss": result.training_loss,
-        "steps": trainer.state.global_step,
-        "train_runtime_s": round(wall, 3),
-        "resumed_from_step": resumed,
-        "reward_first": sum(rewards[:q]) / q if rewards else None,
-        "reward_last": sum(rewards[-q:]) / q if rewards else None,
-    }
+    _, fitted = fit(GRPOTrainer, model_dir, args, ds, curves, out, out_model_dir, lora_config(cfg), reward_funcs=funcs)
+    metrics: dict[str, Any] = {"reward_mode": reward_mode, **fitted, **reward_quarters(curves)}
     if common.eval_max_new_tokens > 0 and eval_problems:
         metrics["dev"] = evaluate_accepted(out_model_dir, eval_problems, judge, common.eval_max_new_tokens)
     return metrics

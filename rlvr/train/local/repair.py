@@ -44,14 +44,16 @@ from pydantic import Field
 
 from rlvr.data.schema import Problem, ground_truth
 from rlvr.io import atomic_dir
+from rlvr.progress import progress
 from rlvr.train.local.common import (
     TrainCommon,
     TsvCurves,
+    fit,
     lora_config,
+    reward_quarters,
     run_dir,
     set_seed,
     setup_tracking,
-    train_and_publish,
     trainer_kwargs,
 )
 from rlvr.train.local.grpo import GRPO_CURVES, GRPOParams, TimedReward, grpo_config
@@ -136,6 +138,7 @@ def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: 
     per_problem: dict[str, int] = {}
     contexts: list[RepairContext] = []
     rounds = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
+    bar = progress(total=len(envs), desc="repair rollouts", unit="episode")
     for r in range(rounds):
         active = [e for e in envs if not e.done]
         if not active:
@@ -144,6 +147,7 @@ def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: 
         outs = gen.generate([e.messages for e in active], 1, sampling, ids=[e.problem.id for e in active])
         for env, out in zip(active, outs, strict=True):
             step = env.step(out[0].text, out[0].n_tokens)
+            bar.update(int(env.done))
             if step.done or step.kind != "answer":
                 continue
             msgs = tuple((m["role"], m["content"]) for m in env.messages)
@@ -153,6 +157,7 @@ def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: 
             seen.add((pid, msgs))
             per_problem[pid] = per_problem.get(pid, 0) + 1
             contexts.append(RepairContext(env.problem, env.hidden, msgs, len(env.turns) + 1))
+    bar.close()
     stats = {
         "episodes": len(envs),
         "first_turn_visible_failures": sum(bool(e.turns) and e.turns[0]["visible_verdict"] != "accepted"
@@ -256,7 +261,6 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     import time
 
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import GRPOTrainer
 
     from rlvr.reward.trl import make_reward_funcs
@@ -290,20 +294,6 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     policy = str(model_dir)
     if cfg.warmup_epochs > 0:
         policy, metrics["warmup"] = _warm_start(cfg, common, model_dir, contexts, out / "warmup")
-    tokenizer = AutoTokenizer.from_pretrained(policy)
     curves = TsvCurves(curves_path, REPAIR_CURVES, mirror=Path(out) / "curves.tsv")
-    trainer = GRPOTrainer(model=policy, reward_funcs=funcs, args=args, train_dataset=ds,
-                          processing_class=tokenizer, callbacks=[curves.callback], peft_config=lora_config(cfg))
-    result, wall, resumed = train_and_publish(trainer, out, curves, out_model_dir)
-    rewards = [float(r["reward_mean"]) for r in curves.rows if str(r.get("reward_mean", "")) not in ("", "nan")]
-    q = max(1, len(rewards) // 4)
-    return {
-        **metrics,
-        "skipped": False,
-        "steps": trainer.state.global_step,
-        "train_loss": result.training_loss,
-        "train_runtime_s": round(wall, 3),
-        "resumed_from_step": resumed,
-        "reward_first": sum(rewards[:q]) / q if rewards else None,
-        "reward_last": sum(rewards[-q:]) / q if rewards else None,
-    }
+    _, fitted = fit(GRPOTrainer, policy, args, ds, curves, out, out_model_dir, lora_config(cfg), reward_funcs=funcs)
+    return {**metrics, "skipped": False, **fitted, **reward_quarters(curves)}

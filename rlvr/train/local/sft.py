@@ -25,12 +25,12 @@ from rlvr.train.local.common import (
     TrainCommon,
     TsvCurves,
     evaluate_accepted,
+    fit,
     lora_config,
     run_dir,
     set_seed,
     setup_tracking,
     sft_rows,
-    train_and_publish,
     trainer_kwargs,
 )
 
@@ -94,7 +94,6 @@ def run_sft(
     ``dev`` accepted@1 of the trained model (and of the input model, ``dev_base``, when ``eval_base``).
     Raises ``ValueError`` when the judge accepts no reference solution."""
     from datasets import Dataset
-    from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
     set_seed(cfg.seed)
@@ -111,24 +110,9 @@ def run_sft(
         completion_only_loss=True,
         packing=False,
     )
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
     curves = TsvCurves(curves_path, SFT_CURVES, mirror=Path(out) / "curves.tsv")
-    trainer = SFTTrainer(
-        model=str(model_dir),
-        args=args,
-        train_dataset=ds,
-        processing_class=tokenizer,
-        callbacks=[curves.callback],
-        peft_config=lora_config(cfg),
-    )
-    result, wall, resumed = train_and_publish(trainer, out, curves, out_model_dir)
-    metrics: dict[str, Any] = {
-        "sft_set": stats,
-        "train_loss": result.training_loss,
-        "steps": trainer.state.global_step,
-        "train_runtime_s": round(wall, 3),
-        "resumed_from_step": resumed,
-    }
+    _, fitted = fit(SFTTrainer, model_dir, args, ds, curves, out, out_model_dir, lora_config(cfg))
+    metrics: dict[str, Any] = {"sft_set": stats, **fitted}
     if common.eval_max_new_tokens > 0 and eval_problems:
         if eval_base:
             metrics["dev_base"] = evaluate_accepted(model_dir, eval_problems, judge, common.eval_max_new_tokens)
