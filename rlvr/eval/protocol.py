@@ -102,8 +102,8 @@ def evaluate(
         prompt_fn: problem → prompt (default :func:`rlvr.data.prompts.build_messages`, chat messages).
         out_dir: default home of ``samples.jsonl``, ``per_task.json`` and ``qa/<verdict>.jsonl``;
         samples_path / per_task_path / qa_dir override those three paths. judge_chunk: samples per ``judge_many`` call.
-        model_tag: the model identity in sample keys and rows (default: :func:`rlvr.eval.provenance.model_tag` of
-        ``generator.model_id``, i.e. path + content hash for a local folder, so a changed model is regenerated).
+        model_tag: the model identity in sample keys and rows; default :func:`rlvr.eval.provenance.model_tag` of
+            ``generator.model_id`` (path + content hash for a local folder, so a changed model is regenerated).
     Writes (atomically) the sample rows, the per-task ``{task_id: {n, c, first, pass@k...}}`` arrays and the QA logs.
     Raises ``ValueError`` on duplicate problem ids, ``n < 1`` or a ``k`` outside ``[1, n]``.
     """
