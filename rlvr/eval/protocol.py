@@ -35,7 +35,7 @@ from rlvr.io import atomic_write_json, atomic_write_jsonl
 from rlvr.judge.verdict import JudgeResult
 from rlvr.progress import progress
 
-__all__ = ["NO_CODE_MESSAGE", "evaluate", "first_failure_message", "sample_key"]
+__all__ = ["NO_CODE_MESSAGE", "evaluate", "first_failure_message", "load_keyed_rows", "sample_key"]
 
 log = logging.getLogger(__name__)
 NO_CODE_MESSAGE = "no code found in completion"
@@ -63,7 +63,11 @@ def first_failure_message(result: JudgeResult) -> str:
     return result.message
 
 
-def _load_rows(path: Path) -> dict[str, dict[str, Any]]:
+def load_keyed_rows(path: Path) -> dict[str, dict[str, Any]]:
+    """``{key: row}`` of a JSONL file of sample rows (the samples file here, the journal of
+    :mod:`rlvr.eval.resumable`); the last row of a key wins; an unreadable line (a torn last line after a crash, a row
+    without ``key``) is skipped with a warning naming the file and line, so that row is generated again. Empty when
+    the file does not exist."""
     if not path.is_file():
         return {}
     rows: dict[str, dict[str, Any]] = {}
@@ -124,7 +128,7 @@ def evaluate(
     prompts = [prompt_fn(p) for p in problems]
     tag = model_tag or provenance_tag(generator.model_id)
     keys = [[sample_key(p, pr, tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts, strict=True)]
-    cached = _load_rows(samples_path)
+    cached = load_keyed_rows(samples_path)
     todo = [t for t, ks_ in enumerate(keys) if not all(k in cached for k in ks_)]
     completions: list[list[Completion] | None] = [None] * len(problems)
     gen_wall = None

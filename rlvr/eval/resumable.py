@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.schema import Problem
-from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, sample_key
+from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, load_keyed_rows, sample_key
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
 from rlvr.progress import progress
@@ -23,19 +23,6 @@ from rlvr.progress import progress
 __all__ = ["evaluate_resumable"]
 
 log = logging.getLogger(__name__)
-
-
-def _load_journal(path: Path) -> dict[str, dict[str, Any]]:
-    rows: dict[str, dict[str, Any]] = {}
-    if path.is_file():
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                try:
-                    r = json.loads(line)
-                    rows[r["key"]] = r
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    log.warning("%s:%d: torn/unreadable journal row ignored", path, lineno)
-    return rows
 
 
 def evaluate_resumable(
@@ -62,7 +49,7 @@ def evaluate_resumable(
         raise ValueError("evaluate_resumable: duplicate problem ids")
     journal = Path(journal)
     journal.parent.mkdir(parents=True, exist_ok=True)
-    done = _load_journal(journal)
+    done = load_keyed_rows(journal)
     prompts = [prompt_fn(p) for p in problems]
     keys = [[sample_key(p, pr, model_tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts,
                                                                                           strict=True)]
