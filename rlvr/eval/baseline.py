@@ -18,6 +18,7 @@ from pydantic import Field, model_validator
 from rlvr.config import Section
 from rlvr.data.bundled import sha256_file
 from rlvr.data.schema import Problem, read_problems
+from rlvr.eval.backend import BackendParams
 from rlvr.eval.protocol import evaluate
 from rlvr.eval.provenance import model_tag
 from rlvr.generate import Generator, SamplingParams, make_generator
@@ -37,16 +38,13 @@ class DatasetSelection(Section):
     limit: int | None = Field(default=None, ge=1)
 
 
-class BaselineParams(Section):
+class BaselineParams(BackendParams):
     """``baseline`` section.
 
     ``backend``: hf | openai | vllm | samples. ``model``: folder (``models/base``, resolving its ``model.json``) or
     Hub id. ``sampling``: explicit sampling params; ``n`` samples per task; ``ks``: pass@k values (each <= n).
-    hf: ``batch_size``, ``device``, ``cpu_threads`` (torch CPU threads, a speed knob; ``None`` = torch default).
-    openai: ``base_url`` (with ``/v1``), ``served_model_name`` (default: the resolved model), ``concurrency``.
-    vllm: ``tensor_parallel_size``, ``gpu_memory_utilization``, ``max_model_len``.
-    samples: ``samples`` maps dataset name → EvalPlus-style samples JSONL. ``qa_per_verdict``: QA log cap per
-    verdict. ``wandb_project``: project name for the (offline by default) wandb run."""
+    hf: ``batch_size``; the other backend settings: :class:`rlvr.eval.backend.BackendParams`. ``qa_per_verdict``: QA
+    log cap per verdict."""
 
     backend: Literal["hf", "openai", "vllm", "samples"] = "hf"
     model: str = "models/base"
@@ -55,17 +53,7 @@ class BaselineParams(Section):
     n: int = Field(default=1, ge=1)
     ks: list[int] = Field(default_factory=lambda: [1])
     batch_size: int = Field(default=32, ge=1)
-    device: str = "auto"
-    cpu_threads: int | None = Field(default=1, ge=1)
-    base_url: str | None = None
-    served_model_name: str | None = None
-    concurrency: int = Field(default=16, ge=1)
-    tensor_parallel_size: int = Field(default=1, ge=1)
-    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
-    max_model_len: int | None = None
-    samples: dict[str, str] = Field(default_factory=dict)
     qa_per_verdict: int = Field(default=20, ge=0)
-    wandb_project: str = "rlvr"
 
     @model_validator(mode="after")
     def _check(self) -> BaselineParams:

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from rlvr.data.schema import Problem
 from rlvr.data.synthetic import SyntheticParams
+from rlvr.eval.backend import BackendParams
 from rlvr.eval.baseline import DatasetSelection
 from rlvr.generate import Generator, SamplingParams
 from rlvr.io import atomic_write_jsonl
@@ -42,15 +43,13 @@ __all__ = ["MODEL_CANDIDATES", "RepairParams", "default_model", "repair_metrics"
 log = logging.getLogger(__name__)
 
 
-class RepairParams(EnvConfig):
+class RepairParams(EnvConfig, BackendParams):
     """``repair`` params section: the environment fields of :class:`EnvConfig` plus the evaluation protocol.
 
     ``datasets``: problems to evaluate (``data/governance/problems/<name>.jsonl`` with split filter and limit).
     ``backend``: hf | openai | vllm | samples; ``model``: model folder or Hub id, ``None`` = the last trained model
-    (:func:`default_model`). ``sampling``: explicit, greedy by default. hf: ``batch_size``, ``device``,
-    ``cpu_threads``; openai: ``base_url``, ``served_model_name``, ``concurrency``; vllm: ``tensor_parallel_size``,
-    ``gpu_memory_utilization``, ``max_model_len``; samples: ``samples`` maps dataset → samples JSONL.
-    ``wandb_project``: offline wandb project. ``train``: the repair training (:class:`rlvr.train.local.repair.
+    (:func:`default_model`). ``sampling``: explicit, greedy by default. hf: ``batch_size``; the other backend
+    settings: :class:`rlvr.eval.backend.BackendParams`. ``train``: the repair training (:class:`rlvr.train.local.repair.
     RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training)."""
 
     datasets: list[DatasetSelection]
@@ -58,16 +57,6 @@ class RepairParams(EnvConfig):
     model: str | None = None
     sampling: SamplingParams = SamplingParams(max_new_tokens=512)
     batch_size: int = Field(default=8, ge=1)
-    device: str = "auto"
-    cpu_threads: int | None = Field(default=1, ge=1)
-    base_url: str | None = None
-    served_model_name: str | None = None
-    concurrency: int = Field(default=16, ge=1)
-    tensor_parallel_size: int = Field(default=1, ge=1)
-    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
-    max_model_len: int | None = None
-    samples: dict[str, str] = Field(default_factory=dict)
-    wandb_project: str = "rlvr"
     train: RepairTrainParams = Field(default_factory=RepairTrainParams)
 
     def env(self) -> EnvConfig:

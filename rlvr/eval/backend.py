@@ -1,0 +1,31 @@
+"""Generation-backend settings shared by the params sections that generate (``baseline``, ``repair``).
+
+Each section adds its own ``backend``, ``model``, ``sampling`` and ``batch_size`` (their defaults differ).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rlvr.config import Section
+
+__all__ = ["BackendParams"]
+
+
+class BackendParams(Section):
+    """hf: ``device`` (``auto`` | ``cpu`` | ``cuda`` …), ``cpu_threads`` (torch CPU threads, a speed knob; ``None`` =
+    torch default). openai: ``base_url`` (with ``/v1``), ``served_model_name`` (default: the resolved model),
+    ``concurrency`` (requests in flight). vllm: ``tensor_parallel_size``, ``gpu_memory_utilization`` (fraction, 0–1],
+    ``max_model_len`` (tokens). samples: ``samples`` maps dataset name → EvalPlus-style samples JSONL.
+    ``wandb_project``: project name of the (offline by default) wandb run."""
+
+    device: str = "auto"
+    cpu_threads: int | None = Field(default=1, ge=1)
+    base_url: str | None = None
+    served_model_name: str | None = None
+    concurrency: int = Field(default=16, ge=1)
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
+    max_model_len: int | None = None
+    samples: dict[str, str] = Field(default_factory=dict)
+    wandb_project: str = "rlvr"
