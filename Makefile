@@ -42,7 +42,7 @@ test: setup
 	$(BIN)/pytest -q $(PYTEST_ARGS)
 
 lint: setup
-	$(BIN)/ruff check rlvr stages tests bench
+	$(BIN)/ruff check rlvr stages tests bench docs_hooks
 
 # the docs site (MkDocs Material, API reference from docstrings) into site/; `make test` builds it too (--strict)
 docs: setup
