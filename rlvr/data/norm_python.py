@@ -78,23 +78,30 @@ def norm_humaneval(rec: dict[str, Any], where: str, split: str | None, opts: dic
     )
 
 
-def norm_mbpp(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
-    """Full-MBPP record (``task_id, text, code, test_list, test_setup_code, challenge_test_list``) → Problem."""
+def _mbpp_fields(rec: dict[str, Any], where: str, text_field: str) -> tuple[int, str, str, list[str], str]:
+    """``(task_id, statement text, code with LF line ends, test_list, native split)`` of an MBPP-family record.
+    Raises :class:`DataError` naming ``where`` and the field (bad id, empty ``test_list``, id outside 1–974)."""
     tid = _int_id(rec, where)
-    text = get_field(rec, "text", where)
+    text = get_field(rec, text_field, where)
     code = get_field(rec, "code", where).replace("\r\n", "\n")
     tests = str_list(rec, "test_list", where)
     if not tests:
         raise DataError(f"{where}: field 'test_list': empty")
+    try:
+        native_split = mbpp_split(tid)
+    except ValueError as exc:
+        raise DataError(f"{where}: field 'task_id': {exc}") from exc
+    return tid, text, code, tests, native_split
+
+
+def norm_mbpp(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
+    """Full-MBPP record (``task_id, text, code, test_list, test_setup_code, challenge_test_list``) → Problem."""
+    tid, text, code, tests, native_split = _mbpp_fields(rec, where, "text")
     setup = rec.get("test_setup_code") or ""
     challenge = list(rec.get("challenge_test_list") or [])
     asserts = [AssertTest(code=t, public=(i == 0)) for i, t in enumerate(tests)]
     if opts.get("include_challenge_tests"):
         asserts += [AssertTest(code=t) for t in challenge]
-    try:
-        native_split = mbpp_split(tid)
-    except ValueError as exc:
-        raise DataError(f"{where}: field 'task_id': {exc}") from exc
     return make_problem(
         where,
         id=f"mbpp/{tid}", source="mbpp", split=split or native_split,
@@ -150,17 +157,8 @@ def check_subset_complete(problems: list[Problem], ids: frozenset[int], where: s
 
 def norm_mbpp_sanitized(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """Sanitized-MBPP record (``task_id, prompt, code, test_imports, test_list, source_file``) → Problem."""
-    tid = _int_id(rec, where)
-    text = get_field(rec, "prompt", where)
-    code = get_field(rec, "code", where).replace("\r\n", "\n")
-    tests = str_list(rec, "test_list", where)
-    if not tests:
-        raise DataError(f"{where}: field 'test_list': empty")
+    tid, text, code, tests, native_split = _mbpp_fields(rec, where, "prompt")
     imports = str_list(rec, "test_imports", where) if "test_imports" in rec else []
-    try:
-        native_split = mbpp_split(tid)
-    except ValueError as exc:
-        raise DataError(f"{where}: field 'task_id': {exc}") from exc
     return make_problem(
         where,
         id=f"mbpp_sanitized/{tid}", source="mbpp_sanitized", split=split or native_split,
