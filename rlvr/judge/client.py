@@ -8,16 +8,9 @@
 * an rlvr judge server (:mod:`rlvr.judge.server`, ``rlvr sandbox serve``): ``/rlvr/judge`` and ``/rlvr/call_outputs``
   do the whole work server-side, with the embedded judge's guards and verdicts;
 * a plain SandboxFusion server (bytedance/SandboxFusion, or a fork such as ScaleBox) that has no ``/rlvr/*``
-  endpoints (detected once with ``GET /rlvr/info`` → 404): every test becomes one ``/run_code`` request. The
-  program of a test is a generated Python *driver* that compiles and executes the submission (``solution_prefix`` +
-  solution, then ``test_setup``) in a fresh ``__main__`` namespace, then — for a call test — parses the arguments with
-  :mod:`rlvr.judge.literal` (inlined), calls the entry point and reports ``repr`` of the value (exact builtin types
-  only), or — for an assert test — binds ``candidate`` and runs the assert code. The driver reports on stderr behind a
-  random per-request marker; stdio outputs and call values are compared here, on the client, with
-  :func:`rlvr.judge.compare.compare_stdout` / :func:`~rlvr.judge.compare.values_equal`, so expected outputs never
-  leave this process. Limits of this mode: the submission shares the driver's process (no restored builtins, no
-  return-value screening as the embedded harness does), so it is weaker against deliberate reward hacking; one
-  interpreter start per test (slower); the per-test ``run_timeout`` includes interpreter start-up.
+  endpoints (detected once with ``GET /rlvr/info`` → 404): every test becomes one ``/run_code`` request running a
+  generated driver program; outputs are compared on this side (:mod:`rlvr.judge.fallback`, which also states the
+  limits of that mode).
 
 Retries: a request is retried with capped exponential backoff and full jitter (AWS Architecture Blog, "Exponential
 Backoff and Jitter", 2015: sleep ~ U(0, min(cap, base·2^attempt))) only on transport errors (connection refused or
@@ -37,18 +30,16 @@ import atexit
 import base64
 import os
 import random
-import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
-from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
+from rlvr.data.schema import CallTest, Problem
+from rlvr.judge.fallback import call_outputs_fallback, failure_from_stderr, judge_fallback
 from rlvr.judge.sandbox import SandboxError
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
@@ -56,134 +47,10 @@ __all__ = ["RETRY_STATUS", "RemoteJudge", "RemoteUnavailable", "get_judge", "res
 
 #: HTTP statuses that mean "the service (or a proxy in front of it) could not answer now": retried.
 RETRY_STATUS: frozenset[int] = frozenset({502, 503, 504})
-_REPORT_STDOUT = 1000
-_REPORT_STDERR = 2000
 
 
 class RemoteUnavailable(SandboxError):
     """The judge server could not be reached (or kept answering 502/503/504) after every retry."""
-
-
-def _cut(text: str | None, n: int, tail: bool = False) -> str:
-    text = text or ""
-    return text[-n:] if tail else text[:n]
-
-
-# ------------------------------------------------------------------------------------------------ fallback driver
-_LITERAL_SRC = (Path(__file__).with_name("literal.py")).read_text(encoding="utf-8")
-
-_DRIVER = '''
-import os as _os, sys as _sys, traceback as _tb
-_MARK = {mark!r}
-_SRC = {src!r}
-_SETUP = {setup!r}
-_KIND = {kind!r}
-_ENTRY = {entry!r}
-_ARGS = {args!r}
-_TEST = {test!r}
-_PLAIN = (int, float, complex, str, bytes, bool, type(None))
-
-
-def _report(tag, text=""):
-    for s in (_sys.stdout, _sys.stderr):
-        try:
-            s.flush()
-        except BaseException:
-            pass
-    _os.write(2, ("\\n" + _MARK + tag + " " + text + "\\n").encode("utf-8", "replace"))
-
-
-def _describe(exc):
-    line = _tb.format_exception_only(type(exc), exc)[-1].strip().replace("\\n", " ")
-    return type(exc).__name__ + " " + line[:500]
-
-
-def _plain(v, depth=0):
-    t = type(v)
-    if depth > 100:
-        return False
-    if t in _PLAIN:
-        return True
-    if t in (list, tuple, set, frozenset):
-        return all(_plain(x, depth + 1) for x in v)
-    if t is dict:
-        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
-    return False
-
-
-def _main():
-    try:
-        code = compile(_SRC, "solution.py", "exec")
-    except (SyntaxError, ValueError) as exc:
-        _tb.print_exc()
-        _report("syntax", _describe(exc))
-        raise SystemExit(1)
-    ns = {{"__name__": "__main__", "__builtins__": __builtins__}}
-    try:
-        exec(code, ns)
-        if _KIND != "stdio" and _SETUP:
-            exec(compile(_SETUP, "setup.py", "exec"), ns)
-    except SystemExit:
-        if _KIND != "stdio":
-            _report("exit")
-        raise
-    except BaseException as exc:
-        _tb.print_exc()
-        _report("error", _describe(exc))
-        raise SystemExit(1)
-    if _KIND == "stdio":
-        return
-    try:
-        fn = eval(_ENTRY, ns) if _ENTRY else None
-        if _KIND == "call":
-            args = parse_literal(_ARGS)
-            value = fn(*args) if isinstance(args, (list, tuple)) else fn(args)
-            if _plain(value):
-                _report("value", repr(value))
-            else:
-                _report("nonplain", type(value).__name__)
-        else:
-            if fn is not None:
-                ns["candidate"] = fn
-            exec(compile(_TEST, "test.py", "exec"), ns)
-            _report("pass")
-    except SystemExit:
-        _report("exit")
-        raise
-    except BaseException as exc:
-        _tb.print_exc()
-        _report("error", _describe(exc))
-        raise SystemExit(1)
-
-
-_main()
-'''
-
-
-def driver_program(problem: Problem, solution: str, test: Any, mark: str) -> str:
-    """The Python program that runs ``solution`` on one ``test`` of ``problem`` (fallback mode, see module docstring).
-
-    ``mark``: the random marker its reports on stderr start with (``<mark><tag> <text>``; tags ``syntax``, ``error``,
-    ``exit``, ``value``, ``nonplain``, ``pass``)."""
-    src = f"{problem.solution_prefix}\n{solution}" if problem.solution_prefix else solution
-    kind = {StdioTest: "stdio", CallTest: "call", AssertTest: "assert"}[type(test)]
-    return _LITERAL_SRC + _DRIVER.format(
-        mark=mark, src=src, setup=problem.test_setup, kind=kind, entry=problem.entry_point,
-        args=getattr(test, "args", ""), test=getattr(test, "code", ""),
-    )
-
-
-def _split_reports(stderr: str, mark: str) -> tuple[str, tuple[str, str] | None]:
-    """Remove the driver's report lines from ``stderr``; return (clean stderr, last (tag, text) or None)."""
-    keep, last = [], None
-    for line in stderr.split("\n"):
-        if line.startswith(mark):
-            tag, _, text = line[len(mark):].partition(" ")
-            last = (tag, text)
-        else:
-            keep.append(line)
-    clean = "\n".join(keep).rstrip("\n")
-    return (clean + "\n" if clean else ""), last
 
 
 # ------------------------------------------------------------------------------------------------------ RemoteJudge
@@ -353,7 +220,7 @@ class RemoteJudge:
         try:
             if self.is_native():
                 return self._judge_native(problem, solution, language)
-            return self._judge_fallback(problem, solution, language, t0)
+            return judge_fallback(self._post_run, problem, solution, language, self.max_timeouts, t0)
         except SandboxError as exc:
             msg = f"sandbox failure: {exc}"[:2000]
             results = [TestResult(index=i, verdict="sandbox_error", message=msg) for i in range(len(problem.tests))]
@@ -396,14 +263,7 @@ class RemoteJudge:
             if resp.status_code in (400, 422):
                 raise ValueError(f"{problem.id}: {self._detail(resp)}")
             raise SandboxError(f"HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
-        out: list[str | None] = []
-        for t in calls:
-            resp, mark = self._run_test(problem, solution, t)
-            report = self._report(resp, mark)
-            if report is not None and report[0] == "syntax":
-                raise ValueError(f"{problem.id}: solution does not compile: {report[1]}")
-            out.append(report[1] if report is not None and report[0] == "value" else None)
-        return out
+        return call_outputs_fallback(self._post_run, problem, solution)
 
     # ---------------------------------------------------------------------------------------------------- run_code
     def _post_run(self, body: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -458,125 +318,12 @@ class RemoteJudge:
         elif rc == 0:
             verdict = "accepted"
         else:
-            verdict = _failure_from_stderr(stderr, language)
+            verdict = failure_from_stderr(stderr, language)
         return RunResult(
             status="TimeLimitExceeded" if verdict == "timeout" else "Finished", verdict=verdict, exit_code=rc,
             stdout=stdout, stderr=stderr, time_s=float(run.get("execution_time") or 0.0),
             cpu_s=float(run.get("cpu_time") or 0.0),
         )
-
-    # ---------------------------------------------------------------------------------------------- fallback mode
-    def _run_test(self, problem: Problem, solution: str, test: Any, language: str = "python"
-                  ) -> tuple[dict[str, Any], str]:
-        mark = f"@@rlvr-{secrets.token_hex(8)}@@"
-        python = language.lower() in ("python", "python3", "py")
-        if python:
-            code = driver_program(problem, solution, test, mark)
-        else:
-            code = solution
-        body = {
-            "code": code, "language": "python" if python else language,
-            "stdin": test.stdin if isinstance(test, StdioTest) else "", "run_timeout": problem.time_limit_s,
-            "compile_timeout": 30.0, "memory_limit_MB": problem.memory_limit_mb, "files": {}, "fetch_files": [],
-        }
-        return self._post_run(body, problem.time_limit_s + 90.0), mark
-
-    @staticmethod
-    def _report(data: dict[str, Any], mark: str) -> tuple[str, str] | None:
-        run = data.get("run_result") or {}
-        return _split_reports(run.get("stderr") or "", mark)[1]
-
-    def _judge_fallback(self, problem: Problem, solution: str, language: str, t0: float) -> JudgeResult:
-        python = language.lower() in ("python", "python3", "py")
-        if not python and any(not isinstance(t, StdioTest) for t in problem.tests):
-            raise ValueError(f"{problem.id}: call/assert tests need python, got language {language!r}")
-        results: list[TestResult] = []
-        timeouts = 0
-        for i, test in enumerate(problem.tests):
-            if self.max_timeouts and timeouts >= self.max_timeouts:
-                results.append(TestResult(index=i, verdict="timeout", message="not run: too many timeouts"))
-                continue
-            data, mark = self._run_test(problem, solution, test, language)
-            tr = _score_run(i, test, data, mark, python, problem.float_tolerance)
-            timeouts += tr.verdict == "timeout"
-            results.append(tr)
-            if tr.verdict == "syntax_error":  # nothing else can run either
-                results += [tr.model_copy(update={"index": j}) for j in range(i + 1, len(problem.tests))]
-                break
-        first_fail = next((r for r in results if r.verdict != "accepted"), None)
-        return summarise(results, time.monotonic() - t0, first_fail.message if first_fail else "")
-
-
-def _failure_from_stderr(stderr: str, language: str) -> Verdict:
-    """Best-effort verdict of a failed run from its stderr (plain SandboxFusion reports no verdict)."""
-    lines = [ln for ln in stderr.strip().split("\n") if ln.strip()]
-    last = lines[-1] if lines else ""
-    if "MemoryError" in last:
-        return "memory_limit"
-    if language.lower() in ("python", "python3", "py") and last.startswith(
-        ("SyntaxError", "IndentationError", "TabError")
-    ):
-        return "syntax_error"
-    return "runtime_error"
-
-
-def _score_run(
-    i: int, test: Any, data: dict[str, Any], mark: str, python: bool, float_tolerance: float | None
-) -> TestResult:
-    """Verdict of one fallback-mode run (a ``/run_code`` response) of ``test``."""
-    if data.get("status") == "SandboxError":
-        return TestResult(index=i, verdict="sandbox_error", message=_cut(data.get("message"), 2000))
-    comp = data.get("compile_result") or {}
-    if comp and (comp.get("status") != "Finished" or comp.get("return_code")):
-        return TestResult(index=i, verdict="syntax_error", message=_cut(comp.get("stderr"), 2000, tail=True))
-    run = data.get("run_result") or {}
-    if not run or run.get("status") == "Error":
-        return TestResult(index=i, verdict="sandbox_error", message=_cut(data.get("message") or "no run result", 2000))
-    stderr, report = _split_reports(run.get("stderr") or "", mark)
-    stdout = run.get("stdout") or ""
-    rc = run.get("return_code")
-    base = {"index": i, "time_s": float(run.get("execution_time") or 0.0), "cpu_s": float(run.get("cpu_time") or 0.0),
-            "exit_code": rc, "stdout": _cut(stdout, _REPORT_STDOUT), "stderr": _cut(stderr, _REPORT_STDERR, tail=True)}
-
-    def res(verdict: Verdict, message: str = "") -> TestResult:
-        return TestResult(verdict=verdict, message=message, **base)
-
-    if run.get("status") == "TimeLimitExceeded":
-        return res("timeout", "time limit exceeded")
-    tag, text = report if report is not None else ("", "")
-    if tag == "syntax":
-        return res("syntax_error", text.partition(" ")[2])
-    if tag == "error":
-        exc, _, msg = text.partition(" ")
-        if exc == "MemoryError":
-            return res("memory_limit", "memory limit exceeded (MemoryError)")
-        if isinstance(test, AssertTest) and exc == "AssertionError":
-            return res("wrong_answer", "assertion failed")
-        return res("runtime_error", msg or exc)
-    if isinstance(test, StdioTest):
-        if rc not in (0, None):
-            return res(_failure_from_stderr(stderr, "python" if python else ""), f"exit code {rc}")
-        if compare_stdout(test.stdout, stdout, float_tolerance):
-            return res("accepted")
-        return res("wrong_answer", first_difference(test.stdout, stdout))
-    if tag == "pass" and isinstance(test, AssertTest):
-        return res("accepted")
-    if tag == "nonplain":
-        return res("wrong_answer", f"return value of type {text} is not a plain builtin value")
-    if tag == "value" and isinstance(test, CallTest):
-        if test.expected is None:
-            return res("sandbox_error", "test has no expected output")
-        try:
-            actual = parse_literal(text)
-        except ValueError:
-            return res("wrong_answer", "return value could not be read back")
-        if values_equal(parse_literal(test.expected), actual, test.atol):
-            return res("accepted")
-        return res("wrong_answer", f"returned {text[:80]}")
-    if rc not in (0, None) and "MemoryError" in stderr:
-        return res("memory_limit", "memory limit exceeded")
-    return res("runtime_error", "the program exited before the test could report")
-
 
 # ------------------------------------------------------------------------------------------------------ get_judge
 _LOCK = threading.Lock()
