@@ -12,16 +12,11 @@
   generated driver program; outputs are compared on this side (:mod:`rlvr.judge.fallback`, which also states the
   limits of that mode).
 
-Retries: a request is retried with capped exponential backoff and full jitter (AWS Architecture Blog, "Exponential
-Backoff and Jitter", 2015: sleep ~ U(0, min(cap, base·2^attempt))) only on transport errors (connection refused or
-reset, timeouts) and HTTP 502/503/504 — never on an answer about the program (a wrong answer, a timeout verdict, a
-400). A 503 that carries ``Retry-After`` (the rlvr server's backpressure, RFC 9110 §10.2.3: delay-seconds or an
-HTTP-date) is waited out instead: sleep the advised delay (capped at ``max_backoff_s``) plus up to 50 % jitter, for as
-long as the total waiting stays within ``max_wait_s``; these answers do not use up ``retries``, since the server is
-healthy and merely full. When the server stays unreachable, :meth:`RemoteJudge.judge` returns verdict
-``sandbox_error`` (infrastructure, never the program's fault), :meth:`~RemoteJudge.run_code` a ``RunResult`` with
-status ``Error``, and :meth:`~RemoteJudge.call_outputs` raises :class:`~rlvr.judge.sandbox.SandboxError`, as the
-embedded judge does.
+Retries, backpressure and request ids: :mod:`rlvr.judge.transport` (a request is retried only on transport errors
+and HTTP 502/503/504, ``503 + Retry-After`` is waited out, an answer carrying another request's id is discarded).
+When the server stays unreachable, :meth:`RemoteJudge.judge` returns verdict ``sandbox_error`` (infrastructure, never
+the program's fault), :meth:`~RemoteJudge.run_code` a ``RunResult`` with status ``Error``, and
+:meth:`~RemoteJudge.call_outputs` raises :class:`~rlvr.judge.sandbox.SandboxError`, as the embedded judge does.
 """
 
 from __future__ import annotations
@@ -29,10 +24,10 @@ from __future__ import annotations
 import atexit
 import base64
 import os
-import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -41,20 +36,14 @@ import httpx
 from rlvr.data.schema import CallTest, Problem
 from rlvr.judge.fallback import call_outputs_fallback, failure_from_stderr, judge_fallback
 from rlvr.judge.sandbox import SandboxError
+from rlvr.judge.transport import RETRY_STATUS, RemoteUnavailable, RetryingHTTP
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
 __all__ = ["RETRY_STATUS", "RemoteJudge", "RemoteUnavailable", "get_judge", "reset_judge"]
 
-#: HTTP statuses that mean "the service (or a proxy in front of it) could not answer now": retried.
-RETRY_STATUS: frozenset[int] = frozenset({502, 503, 504})
-
-
-class RemoteUnavailable(SandboxError):
-    """The judge server could not be reached (or kept answering 502/503/504) after every retry."""
-
 
 # ------------------------------------------------------------------------------------------------------ RemoteJudge
-class RemoteJudge:
+class RemoteJudge(RetryingHTTP):
     """A judge served over HTTP (an rlvr server, or plain SandboxFusion through ``/run_code``; see module docstring).
 
     Args:
@@ -87,27 +76,14 @@ class RemoteJudge:
         max_wait_s: float = 600.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        url = base_url.strip().rstrip("/")
-        if url.endswith("/run_code"):
-            url = url[: -len("/run_code")]
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"RLVR_SANDBOX_URL / base_url: expected http(s)://host:port, got {base_url!r}")
-        self.base_url = url
-        self.timeout_s = timeout_s
-        self.retries = max(0, retries)
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.workers = max(1, concurrency)
+        super().__init__(
+            base_url, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s,
+            max_wait_s=max_wait_s, connections=self.workers, transport=transport,
+        )
         self.max_timeouts = max_timeouts
-        self.max_wait_s = max_wait_s
-        self.backpressure_waits = 0  # 503 + Retry-After answers waited out (observability, benchmarks)
         self._native = native
-        self._sleep: Callable[[float], None] = time.sleep
-        limits = httpx.Limits(max_connections=self.workers, max_keepalive_connections=self.workers)
-        self._http = httpx.Client(base_url=url, transport=transport, limits=limits, timeout=60.0)
         self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._closed = False
 
     # ---------------------------------------------------------------------------------------------------- plumbing
     @property
@@ -130,64 +106,6 @@ class RemoteJudge:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _backoff(self, attempt: int) -> float:
-        return random.uniform(0.0, min(self.max_backoff_s, self.backoff_s * (2**attempt)))
-
-    @staticmethod
-    def retry_after_s(resp: httpx.Response) -> float | None:
-        """The delay a ``Retry-After`` header asks for, seconds (RFC 9110 §10.2.3: delay-seconds or an HTTP-date);
-        ``None`` when absent or unreadable."""
-        value = resp.headers.get("retry-after")
-        if not value:
-            return None
-        value = value.strip()
-        if value.isdigit():
-            return float(value)
-        from email.utils import parsedate_to_datetime
-
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-
-    def _request(self, method: str, path: str, timeout: float, json: Any = None) -> httpx.Response:
-        """Send with retries on transport errors and 502/503/504 only (503 + ``Retry-After``: wait it out, see the
-        module docstring). Raises :class:`RemoteUnavailable`."""
-        if self._closed:
-            raise RuntimeError("judge is closed")
-        last = ""
-        attempt = 0
-        waited = 0.0
-        while True:
-            advised = None
-            try:
-                resp = self._http.request(method, path, json=json, timeout=self.timeout_s or timeout)
-            except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if resp.status_code not in RETRY_STATUS:
-                    return resp
-                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                if resp.status_code == 503:
-                    advised = self.retry_after_s(resp)
-            if advised is not None:
-                delay = min(self.max_backoff_s, advised)
-                delay += random.uniform(0.0, 0.5 * delay)
-                if waited + delay <= self.max_wait_s:
-                    waited += delay
-                    with self._lock:
-                        self.backpressure_waits += 1
-                    self._sleep(delay)
-                    continue
-                last += f" (gave up after waiting {waited:.1f} s of Retry-After)"
-                break
-            if attempt >= self.retries:
-                break
-            self._sleep(self._backoff(attempt))
-            attempt += 1
-        raise RemoteUnavailable(f"{self.base_url}{path}: unavailable after {attempt + 1} attempts ({last})")
-
     def is_native(self) -> bool:
         """Whether the server offers rlvr's ``/rlvr/*`` endpoints (detected once with ``GET /rlvr/info``).
 
@@ -196,14 +114,6 @@ class RemoteJudge:
             resp = self._request("GET", "/rlvr/info", 30.0)
             self._native = resp.status_code == 200
         return self._native
-
-    @staticmethod
-    def _detail(resp: httpx.Response) -> str:
-        try:
-            d = resp.json().get("detail", resp.text)
-        except Exception:
-            d = resp.text
-        return d if isinstance(d, str) else str(d)
 
     @staticmethod
     def _hang_timeout(problem: Problem, n_tests: int) -> float:
@@ -229,10 +139,18 @@ class RemoteJudge:
     def _judge_native(self, problem: Problem, solution: str, language: str) -> JudgeResult:
         from rlvr.judge.languages import UnknownLanguageError
 
-        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language}
-        resp = self._request("POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body)
+        rid = uuid.uuid4().hex
+        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language,
+                "request_id": rid}
+        resp = self._request(
+            "POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body, request_id=rid,
+            require_id=True,
+        )
         if resp.status_code == 200:
-            return JudgeResult.model_validate(resp.json())
+            try:
+                return JudgeResult.model_validate(self._json(resp))
+            except ValueError as exc:  # pydantic ValidationError: not a JudgeResult
+                raise SandboxError(f"/rlvr/judge answered an invalid result: {exc}"[:2000]) from exc
         detail = self._detail(resp)
         if resp.status_code in (400, 422):
             if detail.startswith("field 'language'"):
@@ -256,10 +174,17 @@ class RemoteJudge:
         if not calls:
             return []
         if self.is_native():
-            body = {"problem": problem.model_dump(mode="json"), "solution": solution}
-            resp = self._request("POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls)), body)
+            rid = uuid.uuid4().hex
+            body = {"problem": problem.model_dump(mode="json"), "solution": solution, "request_id": rid}
+            resp = self._request(
+                "POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls)), body, request_id=rid,
+                require_id=True,
+            )
             if resp.status_code == 200:
-                return list(resp.json()["outputs"])
+                data = self._json(resp)
+                if not isinstance(data, dict) or not isinstance(data.get("outputs"), list):
+                    raise SandboxError(f"/rlvr/call_outputs answered without 'outputs': {resp.text[:200]!r}")
+                return list(data["outputs"])
             if resp.status_code in (400, 422):
                 raise ValueError(f"{problem.id}: {self._detail(resp)}")
             raise SandboxError(f"HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
@@ -267,10 +192,15 @@ class RemoteJudge:
 
     # ---------------------------------------------------------------------------------------------------- run_code
     def _post_run(self, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        resp = self._request("POST", "/run_code", timeout, body)
+        """POST ``body`` to ``/run_code`` (with a fresh ``X-Request-ID``, checked when the server echoes it). Raises
+        :class:`SandboxError` for any answer other than a JSON object with HTTP 200."""
+        resp = self._request("POST", "/run_code", timeout, body, request_id=uuid.uuid4().hex)
         if resp.status_code != 200:
             raise SandboxError(f"/run_code answered HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
-        return resp.json()
+        data = self._json(resp)
+        if not isinstance(data, dict):
+            raise SandboxError(f"/run_code answered a non-object: {resp.text[:200]!r}")
+        return data
 
     def run_code(
         self,
@@ -290,10 +220,22 @@ class RemoteJudge:
             "memory_limit_MB": memory_limit_mb,
             "files": {k: base64.b64encode(v).decode() for k, v in (files or {}).items()}, "fetch_files": [],
         }
+        from rlvr.judge.languages import UnknownLanguageError
+
         try:
-            data = self._post_run(body, timeout_s + 90.0)
+            resp = self._request("POST", "/run_code", timeout_s + 90.0, body, request_id=uuid.uuid4().hex)
+            if resp.status_code in (400, 422):  # the request itself is wrong: raise, as the embedded judge does
+                detail = self._detail(resp)
+                if detail.startswith("field 'language'"):
+                    raise UnknownLanguageError(detail)
+                raise ValueError(f"{self.base_url}/run_code rejected the request: {detail}"[:2000])
+            if resp.status_code != 200:
+                raise SandboxError(f"/run_code answered HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
+            data = self._json(resp)
         except SandboxError as exc:
             return RunResult(status="Error", verdict="sandbox_error", stderr=str(exc)[:2000])
+        if not isinstance(data, dict):
+            return RunResult(status="Error", verdict="sandbox_error", stderr="/run_code answered a non-object")
         return self._run_result(data, language)
 
     @staticmethod

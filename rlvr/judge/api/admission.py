@@ -14,6 +14,7 @@ call (sandbox run, output comparison, literal parsing of returned values) is und
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import time
 from collections import deque
@@ -24,9 +25,12 @@ from typing import Any
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from rlvr.judge.api.common import the_judge
+from rlvr.judge.api.common import BadRequest, the_judge
+from rlvr.judge.verdict import JudgeResult, TestResult, summarise
 
-__all__ = ["AdmissionGate", "Saturated", "admitted_call"]
+__all__ = ["AdmissionGate", "Infrastructure", "Saturated", "admitted_call", "judge_submission"]
+
+log = logging.getLogger("rlvr.judge.server")
 
 
 class Saturated(Exception):
@@ -109,3 +113,43 @@ async def admitted_call(request: Request, method: str, *args: Any, **kwargs: Any
         request.state.queue_wait_s = wait_s
         state.metrics.queue_wait.observe(wait_s)
         return await run_in_threadpool(fn, *args, **kwargs)
+
+
+class Infrastructure(Exception):
+    """The judge itself failed (sandbox pool closed or unusable): answered 500 ``{"detail": "sandbox_error: …"}``,
+    which :class:`~rlvr.judge.client.RemoteJudge` reads as verdict ``sandbox_error``."""
+
+
+async def judge_submission(request: Request, problem: Any, code: str, language: str, field: str) -> JudgeResult:
+    """``judge.judge(problem, code[, language])`` through :func:`admitted_call`, for the judging endpoints.
+
+    Whatever the submission produced gets a verdict, never a 500: an exception other than an infrastructure failure
+    raised while judging (e.g. the comparison of a forged return value overflowing) is logged with its traceback and
+    answered as ``wrong_answer`` on every test, with a message naming the exception — the submission's output could
+    not be scored, so it is not accepted, and it is not ``sandbox_error`` (which the rewards leave out of training).
+    Raises :class:`BadRequest` naming ``field`` for a language the judge cannot run, :class:`Infrastructure` for
+    ``SandboxError`` / ``RuntimeError`` / ``OSError`` (the judge, not the submission, failed), :class:`Saturated`."""
+    from rlvr.judge.languages import UnknownLanguageError
+    from rlvr.judge.sandbox import SandboxError
+
+    args: tuple[Any, ...] = (problem, code) if language.lower() in ("python", "python3", "py") else (
+        problem, code, language)
+    try:
+        return await admitted_call(request, "judge", *args)
+    except (Saturated, BadRequest):
+        raise
+    except UnknownLanguageError as exc:
+        raise BadRequest(f"field '{field}': {exc}") from exc
+    except RecursionError as exc:  # a RuntimeError, but raised by what the submission returned
+        return _unscorable(problem, exc)
+    except (SandboxError, RuntimeError, OSError) as exc:
+        raise Infrastructure(f"{type(exc).__name__}: {exc}"[:2000]) from exc
+    except Exception as exc:
+        return _unscorable(problem, exc)
+
+
+def _unscorable(problem: Any, exc: BaseException) -> JudgeResult:
+    log.error("judge raised while scoring %s", getattr(problem, "id", "?"), exc_info=exc)
+    msg = f"the judge could not score this submission's output ({type(exc).__name__}: {exc})"[:2000]
+    tests = [TestResult(index=i, verdict="wrong_answer", message=msg) for i in range(len(problem.tests))]
+    return summarise(tests, 0.0, msg)

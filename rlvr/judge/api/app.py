@@ -22,15 +22,18 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlvr.judge.api import native, sandboxfusion, scalebox
-from rlvr.judge.api.admission import AdmissionGate, Saturated
-from rlvr.judge.api.common import BadRequest
+from rlvr.judge.api.admission import AdmissionGate, Infrastructure, Saturated
+from rlvr.judge.api.common import REQUEST_ID_HEADER, BadRequest, SafeJSONResponse
+from rlvr.judge.api.limits import BodyLimit
 from rlvr.judge.api.metrics import Metrics
 
-__all__ = ["JsonLogFormatter", "configure_logging", "create_app", "serve"]
+__all__ = ["JsonLogFormatter", "configure_logging", "create_app", "serve", "validation_content"]
 
 GATED = ("/run_code", "/common_evaluate_batch", "/rlvr/judge", "/rlvr/call_outputs")
 _ENDPOINTS = frozenset({*GATED, "/v1/ping", "/rlvr/info", "/metrics"})
@@ -53,13 +56,28 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(out, default=str)
 
 
-def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int | None = None) -> FastAPI:
+def validation_content(errors: Any) -> dict[str, Any]:
+    """The 422 body: FastAPI's ``detail`` list without the offending input (a body may be megabytes) plus ``message``,
+    one line naming each field, e.g. ``field 'run_timeout': Input should be less than or equal to 60``."""
+    detail, lines = [], []
+    for err in errors:
+        loc = [str(x) for x in err.get("loc", ()) if x != "body"]
+        detail.append({"type": err.get("type"), "loc": list(err.get("loc", ())), "msg": err.get("msg")})
+        lines.append(f"field '{'.'.join(loc) or 'body'}': {err.get('msg')}")
+    return {"detail": detail, "message": "; ".join(lines)[:2000]}
+
+
+def create_app(
+    judge: Any = None, *, max_queue: int | None = None, workers: int | None = None, max_body_mb: float | None = None
+) -> FastAPI:
     """The FastAPI application serving ``judge`` (see the module docstring for the endpoints).
 
     ``judge``: an object with the :class:`rlvr.judge.Judge` methods; ``None`` = an embedded ``Judge()`` created at
     startup and closed at shutdown (``RLVR_SANDBOX_WORKERS`` sandboxes). ``workers``: concurrent judge calls (default:
     ``judge.workers``, else ``RLVR_SANDBOX_WORKERS`` or the CPU count). ``max_queue``: requests that may wait for a
-    worker before 503 (default ``RLVR_SANDBOX_MAX_QUEUE``, else ``RLVR_SANDBOX_QUEUE_FACTOR`` × workers)."""
+    worker before 503 (default ``RLVR_SANDBOX_MAX_QUEUE``, else ``RLVR_SANDBOX_QUEUE_FACTOR`` × workers).
+    ``max_body_mb``: largest request body, MiB (default ``RLVR_SANDBOX_MAX_BODY_MB``, 32); larger bodies get 413
+    before they are read (``Content-Length``) or as soon as the streamed bytes pass it."""
     import os
 
     from rlvr.config import RuntimeSettings
@@ -71,6 +89,8 @@ def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int 
     if max_queue is None:
         max_queue = math.ceil(settings.sandbox_queue_factor * n)
     gate = AdmissionGate(int(n), int(max_queue), settings.sandbox_retry_after_max_s)
+    body_mb = settings.sandbox_max_body_mb if max_body_mb is None else max_body_mb
+    max_body = int(body_mb * (1 << 20))
     metrics = Metrics(gate)
 
     @asynccontextmanager
@@ -93,7 +113,9 @@ def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int 
                 await run_in_threadpool(owned.close)
                 app.state.judge = None
 
-    app = FastAPI(title="rlvr judge", description="SandboxFusion/ScaleBox-compatible code judge", lifespan=lifespan)
+    app = FastAPI(
+        title="rlvr judge", description="SandboxFusion/ScaleBox-compatible code judge", lifespan=lifespan
+    )
     app.state.judge = judge
     app.state.gate = gate
     app.state.metrics = metrics
@@ -107,6 +129,9 @@ def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int 
         try:
             response = await call_next(request)
             status = response.status_code
+            rid = request.headers.get(REQUEST_ID_HEADER)
+            if rid is not None and REQUEST_ID_HEADER not in response.headers:
+                response.headers[REQUEST_ID_HEADER] = rid[:128]
             return response
         finally:
             dt = time.monotonic() - t0
@@ -127,7 +152,7 @@ def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int 
     @app.exception_handler(Saturated)
     async def _saturated(request: Request, exc: Saturated) -> JSONResponse:
         metrics.rejected.labels(request.url.path).inc()
-        return JSONResponse(
+        return SafeJSONResponse(
             status_code=503, content={"detail": str(exc)}, headers={"Retry-After": str(exc.retry_after_s)}
         )
 
@@ -140,10 +165,23 @@ def create_app(judge: Any = None, *, max_queue: int | None = None, workers: int 
 
     @app.exception_handler(BadRequest)
     async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
-        return JSONResponse(status_code=400, content={"detail": str(exc)})
+        return SafeJSONResponse(status_code=400, content={"detail": str(exc)})
+
+    @app.exception_handler(Infrastructure)
+    async def _infrastructure(_: Request, exc: Infrastructure) -> JSONResponse:
+        return SafeJSONResponse(status_code=500, content={"detail": f"sandbox_error: {exc}"[:2000]})
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return SafeJSONResponse(status_code=422, content=validation_content(exc.errors()))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return SafeJSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=exc.headers)
 
     for api in (sandboxfusion, scalebox, native):
         app.include_router(api.router)
+    app.add_middleware(BodyLimit, max_bytes=max_body)  # outermost: before anything reads the body
     return app
 
 

@@ -10,8 +10,10 @@
   languages only), ``run_result`` (``status`` ``Finished`` / ``TimeLimitExceeded`` / ``Error``, ``execution_time``
   wall seconds, ``cpu_time``, ``return_code``, ``stdout``, ``stderr``), ``executor_pod_name``, ``files``.
   Languages: those of :mod:`rlvr.judge.languages` whose toolchain is installed (``python``/``python3`` always; ``cpp``,
-  ``c``, ``java``, … when present). A language the judge cannot run is answered with HTTP 200 and
-  ``status="SandboxError"`` plus a message (never a 500). Differences, by design: ``compile_timeout`` is the judge's
+  ``c``, ``java``, … when present). A language the judge cannot run, limits out of range and bad file names are
+  answered 400/422 naming the field (:mod:`rlvr.judge.api.limits`); a judge failure is HTTP 200 with
+  ``status="SandboxError"`` (never a 500). Output the program wrote that is not valid UTF-8 is returned with U+FFFD
+  in place of the undecodable bytes. Differences, by design: ``compile_timeout`` is the judge's
   per-language compile limit, not the request's; the embedded judge adds a final newline to ``stdin`` lacking one;
   ``fetch_files`` is accepted but nothing is fetched back (``files`` is always ``{}``). Extension: a top-level
   ``verdict`` field (rlvr's closed vocabulary); SandboxFusion clients ignore unknown fields.
@@ -21,13 +23,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from rlvr.judge.api.admission import Saturated, admitted_call
-from rlvr.judge.api.common import BadRequest, is_python
+from rlvr.judge.api.common import BadRequest, BoundedJSONRoute, SafeJSONResponse, is_python
+from rlvr.judge.api.limits import MAX_FILES, MemoryMB, Seconds, check_file_name, check_language
 from rlvr.judge.verdict import TestResult, Verdict
 
 __all__ = [
@@ -44,22 +48,23 @@ __all__ = [
 #: enforces one).
 DEFAULT_MEMORY_LIMIT_MB = 1024
 
-router = APIRouter()
+router = APIRouter(route_class=BoundedJSONRoute)
+log = logging.getLogger("rlvr.judge.server")
 
 
 class RunCodeRequest(BaseModel):
     """SandboxFusion ``/run_code`` request (``sandbox_fusion.models.RunCodeRequest`` plus ``memory_limit_MB``).
 
-    ``compile_timeout``/``run_timeout``: seconds; ``memory_limit_MB``: MB (-1 = server default); ``files``: path →
-    base64 content."""
+    ``compile_timeout``/``run_timeout``: seconds in ``(0, 60]``; ``memory_limit_MB``: MB, ``-1`` (server default) or
+    16 … 4096; ``files``: relative path → base64 content (limits: :mod:`rlvr.judge.api.limits`)."""
 
     model_config = ConfigDict(extra="ignore")
 
     code: str
     language: str = "python"
-    compile_timeout: float = 10.0
-    run_timeout: float = 10.0
-    memory_limit_MB: int = -1
+    compile_timeout: Seconds = 10.0
+    run_timeout: Seconds = 10.0
+    memory_limit_MB: MemoryMB = -1
     stdin: str | None = None
     files: dict[str, str | None] = Field(default_factory=dict)
     fetch_files: list[str] = Field(default_factory=list)
@@ -164,8 +169,11 @@ def exec_info(tr: TestResult, language: str) -> RunCodeResponse:
 
 
 def _decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
+    if len(files) > MAX_FILES:
+        raise BadRequest(f"field 'files': {len(files)} files, at most {MAX_FILES} allowed")
     out: dict[str, bytes] = {}
     for name, b64 in files.items():
+        check_file_name(name)
         if b64 is None:
             continue
         try:
@@ -175,21 +183,19 @@ def _decode_files(files: dict[str, str | None]) -> dict[str, bytes]:
     return out
 
 
-@router.get("/v1/ping")
+@router.get("/v1/ping", response_class=SafeJSONResponse)
 async def ping() -> str:
     """Liveness probe (SandboxFusion): answers ``"pong"``."""
     return "pong"
 
 
-@router.post("/run_code", response_model=RunCodeResponse, response_model_exclude_none=False)
+@router.post(
+    "/run_code", response_model=RunCodeResponse, response_model_exclude_none=False, response_class=SafeJSONResponse
+)
 async def run_code(req: RunCodeRequest, request: Request) -> RunCodeResponse:
-    """Run one program (SandboxFusion ``/run_code``)."""
-    from rlvr.judge.languages import UnknownLanguageError, get_language
-
-    try:
-        get_language(req.language)
-    except UnknownLanguageError as exc:
-        return RunCodeResponse(status="SandboxError", message=str(exc))
+    """Run one program (SandboxFusion ``/run_code``). 400 for an unknown language or a bad file name, 422 for limits
+    out of range (:mod:`rlvr.judge.api.limits`); a judge failure is ``status="SandboxError"``, never a 500."""
+    check_language(req.language)
     files = _decode_files(req.files)
     mem = req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_LIMIT_MB
     kwargs: dict[str, Any] = {
@@ -202,11 +208,10 @@ async def run_code(req: RunCodeRequest, request: Request) -> RunCodeResponse:
         kwargs["language"] = req.language
     try:
         rr = await admitted_call(request, "run_code", req.code, **kwargs)
-    except UnknownLanguageError as exc:
-        return RunCodeResponse(status="SandboxError", message=str(exc))
     except Saturated:
         raise
     except Exception as exc:  # infrastructure: SandboxFusion answers SandboxError, never a 500
+        log.exception("run_code: the judge raised")
         request.state.verdict = "sandbox_error"
         return RunCodeResponse(status="SandboxError", message=f"{type(exc).__name__}: {exc}"[:2000])
     request.state.verdict = rr.verdict

@@ -30,8 +30,9 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest, Test, from_ground_truth
-from rlvr.judge.api.admission import admitted_call
-from rlvr.judge.api.common import BadRequest, is_python
+from rlvr.judge.api.admission import judge_submission
+from rlvr.judge.api.common import BadRequest, BoundedJSONRoute, SafeJSONResponse, is_python
+from rlvr.judge.api.limits import MemoryMB, Seconds, check_language, check_problem_limits
 from rlvr.judge.api.sandboxfusion import RunCodeResponse, exec_info
 from rlvr.judge.verdict import JudgeResult, Verdict
 
@@ -49,7 +50,7 @@ __all__ = [
 #: Per-test time limit (seconds) when a ScaleBox request gives no ``run_timeout`` (ScaleBox's default).
 DEFAULT_RUN_TIMEOUT_S = 10.0
 
-router = APIRouter()
+router = APIRouter(route_class=BoundedJSONRoute)
 
 
 class EvalConfig(BaseModel):
@@ -58,9 +59,9 @@ class EvalConfig(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     language: str | None = None
-    compile_timeout: float | None = None
-    run_timeout: float | None = None
-    memory_limit_MB: int | None = None
+    compile_timeout: Seconds | None = None
+    run_timeout: Seconds | None = None
+    memory_limit_MB: MemoryMB | None = None
     custom_extract_logic: str | None = None
     provided_data: dict[str, Any] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
@@ -227,6 +228,7 @@ def problem_from_submit(req: SubmitRequest) -> tuple[Problem, str, list[dict[str
     if not cfg.language:
         raise BadRequest("config.language field must exist, got None")
     language = cfg.language
+    check_language(language, "config.language")
     extra = cfg.extra or {}
     if extra.get("special_judge_program"):
         raise BadRequest("field 'config.extra.special_judge_program': special judges are not supported by rlvr")
@@ -240,6 +242,7 @@ def problem_from_submit(req: SubmitRequest) -> tuple[Problem, str, list[dict[str
             base = from_ground_truth(data["ground_truth"], req.dataset or "unknown")
         except (ValueError, TypeError, ValidationError) as exc:
             raise BadRequest(f"field 'config.provided_data.ground_truth': {exc}") from exc
+        check_problem_limits(base, "config.provided_data.ground_truth")
         tests += base.tests
         infos += [t.model_dump(mode="json") for t in base.tests]
         entry = entry or base.entry_point
@@ -276,7 +279,10 @@ def problem_from_submit(req: SubmitRequest) -> tuple[Problem, str, list[dict[str
     if cfg.memory_limit_MB is not None and cfg.memory_limit_MB > 0:
         upd["memory_limit_mb"] = int(cfg.memory_limit_MB)
     if extra.get("float_tolerance") is not None:
-        upd["float_tolerance"] = float(extra["float_tolerance"])
+        tol = extra["float_tolerance"]
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 <= tol < float("inf"):
+            raise BadRequest(f"field 'config.extra.float_tolerance': {tol!r} is not a finite number >= 0")
+        upd["float_tolerance"] = float(tol)
     if base is None:
         base = Problem(
             id=f"{req.dataset or 'request'}/{req.id}",
@@ -314,17 +320,12 @@ def _eval_result(req: SubmitRequest, code: str, infos: list[dict[str, Any]], jr:
     )
 
 
-@router.post("/common_evaluate_batch", response_model=EvalResult)
+@router.post("/common_evaluate_batch", response_model=EvalResult, response_class=SafeJSONResponse)
 async def common_evaluate_batch(req: SubmitRequest, request: Request) -> EvalResult:
-    """Judge one submission on all its test cases in one request (ScaleBox)."""
-    from rlvr.judge.languages import UnknownLanguageError
-
+    """Judge one submission on all its test cases in one request (ScaleBox). 400/422 for a bad request (naming the
+    field), 500 ``sandbox_error: …`` only when the judge itself fails; any program output gets a verdict."""
     problem, code, infos = problem_from_submit(req)
     language = req.config.language or "python"
-    args: tuple[Any, ...] = (problem, code) if is_python(language) else (problem, code, language)
-    try:
-        jr = await admitted_call(request, "judge", *args)
-    except UnknownLanguageError as exc:
-        raise BadRequest(f"field 'config.language': {exc}") from exc
+    jr = await judge_submission(request, problem, code, language, "config.language")
     request.state.verdict = jr.verdict
     return _eval_result(req, code, infos, jr)
