@@ -16,6 +16,7 @@ the embedded harness does), so it is weaker against deliberate reward hacking; o
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -40,6 +41,11 @@ __all__ = [
 #: Sends one ``/run_code`` body with a client timeout (seconds) and returns the decoded response; raises
 #: :class:`~rlvr.judge.sandbox.SandboxError` when the server does not answer 200.
 Post = Callable[[dict[str, Any], float], dict[str, Any]]
+#: Bounds on a returned value's text before it is parsed on this side (int(str) is quadratic in the digits): longer
+#: texts, or integers of more digits, are a wrong answer without parsing.
+MAX_VALUE_CHARS = 1 << 20
+MAX_VALUE_DIGITS = 100_000
+_DIGITS = re.compile(r"\d+")
 _REPORT_STDOUT = 1000
 _REPORT_STDERR = 2000
 _PY = ("python", "python3", "py")
@@ -225,11 +231,14 @@ def score_run(
     if tag == "value" and isinstance(test, CallTest):
         if test.expected is None:
             return res("sandbox_error", "test has no expected output")
+        if len(text) > MAX_VALUE_CHARS or any(len(m) > MAX_VALUE_DIGITS for m in _DIGITS.findall(text)):
+            return res("wrong_answer", "return value too large to read back")
         try:
             actual = parse_literal(text)
-        except ValueError:
-            return res("wrong_answer", "return value could not be read back")
-        if values_equal(parse_literal(test.expected), actual, test.atol):
+            same = values_equal(parse_literal(test.expected), actual, test.atol)
+        except (ValueError, ArithmeticError, TypeError, RecursionError, MemoryError):
+            return res("wrong_answer", "return value could not be read back or compared")
+        if same:
             return res("accepted")
         return res("wrong_answer", f"returned {text[:80]}")
     if rc not in (0, None) and "MemoryError" in stderr:

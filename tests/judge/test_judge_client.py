@@ -342,3 +342,20 @@ def test_run_code_rejections_raise_like_the_embedded_judge() -> None:
     rec = Recorder([(422, {"detail": [], "message": "field 'run_timeout': Input should be greater than 0"})])
     with _remote(rec) as rj, pytest.raises(ValueError, match="run_timeout"):
         rj.run_code("x", timeout_s=-1)
+
+
+def test_fallback_scoring_bounds_and_guards_returned_values() -> None:
+    from rlvr.judge.fallback import score_run
+
+    test = CallTest(args="[1]", expected="1.5")
+    mark = "@@m@@"
+
+    def run(value: str) -> str:
+        data = {"status": "Success", "run_result": {"status": "Finished", "return_code": 0, "stdout": "",
+                                                    "stderr": f"\n{mark}value {value}\n"}}
+        return score_run(0, test, data, mark, True, None).verdict
+
+    assert run("1.5") == "accepted"
+    assert run("9" * 200_000) == "wrong_answer"  # too many digits: not parsed at all
+    assert run("1" + "0" * 400) == "wrong_answer"  # int too large to compare with a float: not an exception
+    assert run("[" * 5000 + "]" * 5000) == "wrong_answer"  # too deep to parse
