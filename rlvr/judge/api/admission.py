@@ -25,7 +25,7 @@ from typing import Any
 from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 
-from rlvr.judge.api.common import BadRequest, the_judge
+from rlvr.judge.api.common import BadRequest, is_python, the_judge
 from rlvr.judge.verdict import JudgeResult, TestResult, summarise
 
 __all__ = ["AdmissionGate", "Infrastructure", "Saturated", "admitted_call", "judge_submission"]
@@ -132,8 +132,7 @@ async def judge_submission(request: Request, problem: Any, code: str, language: 
     from rlvr.judge.languages import UnknownLanguageError
     from rlvr.judge.sandbox import SandboxError
 
-    args: tuple[Any, ...] = (problem, code) if language.lower() in ("python", "python3", "py") else (
-        problem, code, language)
+    args: tuple[Any, ...] = (problem, code) if is_python(language) else (problem, code, language)
     try:
         return await admitted_call(request, "judge", *args)
     except (Saturated, BadRequest):

@@ -100,9 +100,10 @@ async def rlvr_call_outputs(req: JudgeRequest, request: Request) -> SafeJSONResp
     headers = {REQUEST_ID_HEADER: rid} if rid is not None else None
     try:
         outs = await admitted_call(request, "call_outputs", problem, req.solution)
-    except SandboxError as exc:
-        return SafeJSONResponse(status_code=500, content={"detail": f"sandbox_error: {exc}"[:2000]}, headers=headers)
-    except ValueError as exc:
+    except (SandboxError, RuntimeError, OSError) as exc:
+        detail = f"sandbox_error: {type(exc).__name__}: {exc}"[:2000]
+        return SafeJSONResponse(status_code=500, content={"detail": detail}, headers=headers)
+    except ValueError as exc:  # the solution does not compile
         raise BadRequest(str(exc)) from exc
     return SafeJSONResponse(content={"outputs": outs, "request_id": rid}, headers=headers)
 
