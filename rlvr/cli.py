@@ -69,7 +69,7 @@ def sandbox() -> None:
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def sandbox_serve(host: str, port: int, workers: int, log_level: str) -> None:
     """Serve the judge: GET /v1/ping, POST /run_code, POST /common_evaluate_batch, POST /rlvr/judge."""
-    from rlvr.judge.server import serve
+    from rlvr.judge.api.app import serve
 
     serve(host=host, port=port, workers=workers, log_level=log_level)
 

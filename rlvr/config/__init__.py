@@ -40,6 +40,7 @@ class RuntimeSettings(BaseSettings):
     ``Retry-After`` (unset = ``RLVR_SANDBOX_QUEUE_FACTOR`` × workers; 0 = never queue).
     ``RLVR_SANDBOX_QUEUE_FACTOR``: judge server: queue bound as a multiple of its worker count (default 2).
     ``RLVR_SANDBOX_RETRY_AFTER_MAX_S``: judge server: cap of the ``Retry-After`` it suggests, seconds (default 30).
+    ``RLVR_SANDBOX_MAX_BODY_MB``: judge server: largest request body, MiB (default 32; larger: HTTP 413).
     ``WANDB_MODE`` is read by wandb itself (rlvr sets ``offline`` when unset).
     """
 
@@ -52,6 +53,7 @@ class RuntimeSettings(BaseSettings):
     sandbox_max_queue: int | None = None
     sandbox_queue_factor: float = 2.0
     sandbox_retry_after_max_s: int = 30
+    sandbox_max_body_mb: float = 32.0
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:

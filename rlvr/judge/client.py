@@ -8,27 +8,15 @@
 * an rlvr judge server (:mod:`rlvr.judge.server`, ``rlvr sandbox serve``): ``/rlvr/judge`` and ``/rlvr/call_outputs``
   do the whole work server-side, with the embedded judge's guards and verdicts;
 * a plain SandboxFusion server (bytedance/SandboxFusion, or a fork such as ScaleBox) that has no ``/rlvr/*``
-  endpoints (detected once with ``GET /rlvr/info`` → 404): every test becomes one ``/run_code`` request. The
-  program of a test is a generated Python *driver* that compiles and executes the submission (``solution_prefix`` +
-  solution, then ``test_setup``) in a fresh ``__main__`` namespace, then — for a call test — parses the arguments with
-  :mod:`rlvr.judge.literal` (inlined), calls the entry point and reports ``repr`` of the value (exact builtin types
-  only), or — for an assert test — binds ``candidate`` and runs the assert code. The driver reports on stderr behind a
-  random per-request marker; stdio outputs and call values are compared here, on the client, with
-  :func:`rlvr.judge.compare.compare_stdout` / :func:`~rlvr.judge.compare.values_equal`, so expected outputs never
-  leave this process. Limits of this mode: the submission shares the driver's process (no restored builtins, no
-  return-value screening as the embedded harness does), so it is weaker against deliberate reward hacking; one
-  interpreter start per test (slower); the per-test ``run_timeout`` includes interpreter start-up.
+  endpoints (detected once with ``GET /rlvr/info`` → 404): every test becomes one ``/run_code`` request running a
+  generated driver program; outputs are compared on this side (:mod:`rlvr.judge.fallback`, which also states the
+  limits of that mode).
 
-Retries: a request is retried with capped exponential backoff and full jitter (AWS Architecture Blog, "Exponential
-Backoff and Jitter", 2015: sleep ~ U(0, min(cap, base·2^attempt))) only on transport errors (connection refused or
-reset, timeouts) and HTTP 502/503/504 — never on an answer about the program (a wrong answer, a timeout verdict, a
-400). A 503 that carries ``Retry-After`` (the rlvr server's backpressure, RFC 9110 §10.2.3: delay-seconds or an
-HTTP-date) is waited out instead: sleep the advised delay (capped at ``max_backoff_s``) plus up to 50 % jitter, for as
-long as the total waiting stays within ``max_wait_s``; these answers do not use up ``retries``, since the server is
-healthy and merely full. When the server stays unreachable, :meth:`RemoteJudge.judge` returns verdict
-``sandbox_error`` (infrastructure, never the program's fault), :meth:`~RemoteJudge.run_code` a ``RunResult`` with
-status ``Error``, and :meth:`~RemoteJudge.call_outputs` raises :class:`~rlvr.judge.sandbox.SandboxError`, as the
-embedded judge does.
+Retries, backpressure and request ids: :mod:`rlvr.judge.transport` (a request is retried only on transport errors
+and HTTP 502/503/504, ``503 + Retry-After`` is waited out, an answer carrying another request's id is discarded).
+When the server stays unreachable, :meth:`RemoteJudge.judge` returns verdict ``sandbox_error`` (infrastructure, never
+the program's fault), :meth:`~RemoteJudge.run_code` a ``RunResult`` with status ``Error``, and
+:meth:`~RemoteJudge.call_outputs` raises :class:`~rlvr.judge.sandbox.SandboxError`, as the embedded judge does.
 """
 
 from __future__ import annotations
@@ -36,158 +24,26 @@ from __future__ import annotations
 import atexit
 import base64
 import os
-import random
-import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
-from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
+from rlvr.data.schema import CallTest, Problem
+from rlvr.judge.fallback import call_outputs_fallback, failure_from_stderr, judge_fallback
 from rlvr.judge.sandbox import SandboxError
+from rlvr.judge.transport import RETRY_STATUS, RemoteUnavailable, RetryingHTTP
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
 __all__ = ["RETRY_STATUS", "RemoteJudge", "RemoteUnavailable", "get_judge", "reset_judge"]
 
-#: HTTP statuses that mean "the service (or a proxy in front of it) could not answer now": retried.
-RETRY_STATUS: frozenset[int] = frozenset({502, 503, 504})
-_REPORT_STDOUT = 1000
-_REPORT_STDERR = 2000
-
-
-class RemoteUnavailable(SandboxError):
-    """The judge server could not be reached (or kept answering 502/503/504) after every retry."""
-
-
-def _cut(text: str | None, n: int, tail: bool = False) -> str:
-    text = text or ""
-    return text[-n:] if tail else text[:n]
-
-
-# ------------------------------------------------------------------------------------------------ fallback driver
-_LITERAL_SRC = (Path(__file__).with_name("literal.py")).read_text(encoding="utf-8")
-
-_DRIVER = '''
-import os as _os, sys as _sys, traceback as _tb
-_MARK = {mark!r}
-_SRC = {src!r}
-_SETUP = {setup!r}
-_KIND = {kind!r}
-_ENTRY = {entry!r}
-_ARGS = {args!r}
-_TEST = {test!r}
-_PLAIN = (int, float, complex, str, bytes, bool, type(None))
-
-
-def _report(tag, text=""):
-    for s in (_sys.stdout, _sys.stderr):
-        try:
-            s.flush()
-        except BaseException:
-            pass
-    _os.write(2, ("\\n" + _MARK + tag + " " + text + "\\n").encode("utf-8", "replace"))
-
-
-def _describe(exc):
-    line = _tb.format_exception_only(type(exc), exc)[-1].strip().replace("\\n", " ")
-    return type(exc).__name__ + " " + line[:500]
-
-
-def _plain(v, depth=0):
-    t = type(v)
-    if depth > 100:
-        return False
-    if t in _PLAIN:
-        return True
-    if t in (list, tuple, set, frozenset):
-        return all(_plain(x, depth + 1) for x in v)
-    if t is dict:
-        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
-    return False
-
-
-def _main():
-    try:
-        code = compile(_SRC, "solution.py", "exec")
-    except (SyntaxError, ValueError) as exc:
-        _tb.print_exc()
-        _report("syntax", _describe(exc))
-        raise SystemExit(1)
-    ns = {{"__name__": "__main__", "__builtins__": __builtins__}}
-    try:
-        exec(code, ns)
-        if _KIND != "stdio" and _SETUP:
-            exec(compile(_SETUP, "setup.py", "exec"), ns)
-    except SystemExit:
-        if _KIND != "stdio":
-            _report("exit")
-        raise
-    except BaseException as exc:
-        _tb.print_exc()
-        _report("error", _describe(exc))
-        raise SystemExit(1)
-    if _KIND == "stdio":
-        return
-    try:
-        fn = eval(_ENTRY, ns) if _ENTRY else None
-        if _KIND == "call":
-            args = parse_literal(_ARGS)
-            value = fn(*args) if isinstance(args, (list, tuple)) else fn(args)
-            if _plain(value):
-                _report("value", repr(value))
-            else:
-                _report("nonplain", type(value).__name__)
-        else:
-            if fn is not None:
-                ns["candidate"] = fn
-            exec(compile(_TEST, "test.py", "exec"), ns)
-            _report("pass")
-    except SystemExit:
-        _report("exit")
-        raise
-    except BaseException as exc:
-        _tb.print_exc()
-        _report("error", _describe(exc))
-        raise SystemExit(1)
-
-
-_main()
-'''
-
-
-def driver_program(problem: Problem, solution: str, test: Any, mark: str) -> str:
-    """The Python program that runs ``solution`` on one ``test`` of ``problem`` (fallback mode, see module docstring).
-
-    ``mark``: the random marker its reports on stderr start with (``<mark><tag> <text>``; tags ``syntax``, ``error``,
-    ``exit``, ``value``, ``nonplain``, ``pass``)."""
-    src = f"{problem.solution_prefix}\n{solution}" if problem.solution_prefix else solution
-    kind = {StdioTest: "stdio", CallTest: "call", AssertTest: "assert"}[type(test)]
-    return _LITERAL_SRC + _DRIVER.format(
-        mark=mark, src=src, setup=problem.test_setup, kind=kind, entry=problem.entry_point,
-        args=getattr(test, "args", ""), test=getattr(test, "code", ""),
-    )
-
-
-def _split_reports(stderr: str, mark: str) -> tuple[str, tuple[str, str] | None]:
-    """Remove the driver's report lines from ``stderr``; return (clean stderr, last (tag, text) or None)."""
-    keep, last = [], None
-    for line in stderr.split("\n"):
-        if line.startswith(mark):
-            tag, _, text = line[len(mark):].partition(" ")
-            last = (tag, text)
-        else:
-            keep.append(line)
-    clean = "\n".join(keep).rstrip("\n")
-    return (clean + "\n" if clean else ""), last
-
 
 # ------------------------------------------------------------------------------------------------------ RemoteJudge
-class RemoteJudge:
+class RemoteJudge(RetryingHTTP):
     """A judge served over HTTP (an rlvr server, or plain SandboxFusion through ``/run_code``; see module docstring).
 
     Args:
@@ -220,27 +76,14 @@ class RemoteJudge:
         max_wait_s: float = 600.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        url = base_url.strip().rstrip("/")
-        if url.endswith("/run_code"):
-            url = url[: -len("/run_code")]
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"RLVR_SANDBOX_URL / base_url: expected http(s)://host:port, got {base_url!r}")
-        self.base_url = url
-        self.timeout_s = timeout_s
-        self.retries = max(0, retries)
-        self.backoff_s = backoff_s
-        self.max_backoff_s = max_backoff_s
         self.workers = max(1, concurrency)
+        super().__init__(
+            base_url, timeout_s=timeout_s, retries=retries, backoff_s=backoff_s, max_backoff_s=max_backoff_s,
+            max_wait_s=max_wait_s, connections=self.workers, transport=transport,
+        )
         self.max_timeouts = max_timeouts
-        self.max_wait_s = max_wait_s
-        self.backpressure_waits = 0  # 503 + Retry-After answers waited out (observability, benchmarks)
         self._native = native
-        self._sleep: Callable[[float], None] = time.sleep
-        limits = httpx.Limits(max_connections=self.workers, max_keepalive_connections=self.workers)
-        self._http = httpx.Client(base_url=url, transport=transport, limits=limits, timeout=60.0)
         self._pool: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-        self._closed = False
 
     # ---------------------------------------------------------------------------------------------------- plumbing
     @property
@@ -263,64 +106,6 @@ class RemoteJudge:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _backoff(self, attempt: int) -> float:
-        return random.uniform(0.0, min(self.max_backoff_s, self.backoff_s * (2**attempt)))
-
-    @staticmethod
-    def retry_after_s(resp: httpx.Response) -> float | None:
-        """The delay a ``Retry-After`` header asks for, seconds (RFC 9110 §10.2.3: delay-seconds or an HTTP-date);
-        ``None`` when absent or unreadable."""
-        value = resp.headers.get("retry-after")
-        if not value:
-            return None
-        value = value.strip()
-        if value.isdigit():
-            return float(value)
-        from email.utils import parsedate_to_datetime
-
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, when.timestamp() - time.time())
-
-    def _request(self, method: str, path: str, timeout: float, json: Any = None) -> httpx.Response:
-        """Send with retries on transport errors and 502/503/504 only (503 + ``Retry-After``: wait it out, see the
-        module docstring). Raises :class:`RemoteUnavailable`."""
-        if self._closed:
-            raise RuntimeError("judge is closed")
-        last = ""
-        attempt = 0
-        waited = 0.0
-        while True:
-            advised = None
-            try:
-                resp = self._http.request(method, path, json=json, timeout=self.timeout_s or timeout)
-            except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-            else:
-                if resp.status_code not in RETRY_STATUS:
-                    return resp
-                last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                if resp.status_code == 503:
-                    advised = self.retry_after_s(resp)
-            if advised is not None:
-                delay = min(self.max_backoff_s, advised)
-                delay += random.uniform(0.0, 0.5 * delay)
-                if waited + delay <= self.max_wait_s:
-                    waited += delay
-                    with self._lock:
-                        self.backpressure_waits += 1
-                    self._sleep(delay)
-                    continue
-                last += f" (gave up after waiting {waited:.1f} s of Retry-After)"
-                break
-            if attempt >= self.retries:
-                break
-            self._sleep(self._backoff(attempt))
-            attempt += 1
-        raise RemoteUnavailable(f"{self.base_url}{path}: unavailable after {attempt + 1} attempts ({last})")
-
     def is_native(self) -> bool:
         """Whether the server offers rlvr's ``/rlvr/*`` endpoints (detected once with ``GET /rlvr/info``).
 
@@ -329,14 +114,6 @@ class RemoteJudge:
             resp = self._request("GET", "/rlvr/info", 30.0)
             self._native = resp.status_code == 200
         return self._native
-
-    @staticmethod
-    def _detail(resp: httpx.Response) -> str:
-        try:
-            d = resp.json().get("detail", resp.text)
-        except Exception:
-            d = resp.text
-        return d if isinstance(d, str) else str(d)
 
     @staticmethod
     def _hang_timeout(problem: Problem, n_tests: int) -> float:
@@ -353,7 +130,7 @@ class RemoteJudge:
         try:
             if self.is_native():
                 return self._judge_native(problem, solution, language)
-            return self._judge_fallback(problem, solution, language, t0)
+            return judge_fallback(self._post_run, problem, solution, language, self.max_timeouts, t0)
         except SandboxError as exc:
             msg = f"sandbox failure: {exc}"[:2000]
             results = [TestResult(index=i, verdict="sandbox_error", message=msg) for i in range(len(problem.tests))]
@@ -362,10 +139,18 @@ class RemoteJudge:
     def _judge_native(self, problem: Problem, solution: str, language: str) -> JudgeResult:
         from rlvr.judge.languages import UnknownLanguageError
 
-        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language}
-        resp = self._request("POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body)
+        rid = uuid.uuid4().hex
+        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language,
+                "request_id": rid}
+        resp = self._request(
+            "POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body, request_id=rid,
+            require_id=True,
+        )
         if resp.status_code == 200:
-            return JudgeResult.model_validate(resp.json())
+            try:
+                return JudgeResult.model_validate(self._json(resp))
+            except ValueError as exc:  # pydantic ValidationError: not a JudgeResult
+                raise SandboxError(f"/rlvr/judge answered an invalid result: {exc}"[:2000]) from exc
         detail = self._detail(resp)
         if resp.status_code in (400, 422):
             if detail.startswith("field 'language'"):
@@ -389,28 +174,33 @@ class RemoteJudge:
         if not calls:
             return []
         if self.is_native():
-            body = {"problem": problem.model_dump(mode="json"), "solution": solution}
-            resp = self._request("POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls)), body)
+            rid = uuid.uuid4().hex
+            body = {"problem": problem.model_dump(mode="json"), "solution": solution, "request_id": rid}
+            resp = self._request(
+                "POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls)), body, request_id=rid,
+                require_id=True,
+            )
             if resp.status_code == 200:
-                return list(resp.json()["outputs"])
+                data = self._json(resp)
+                if not isinstance(data, dict) or not isinstance(data.get("outputs"), list):
+                    raise SandboxError(f"/rlvr/call_outputs answered without 'outputs': {resp.text[:200]!r}")
+                return list(data["outputs"])
             if resp.status_code in (400, 422):
                 raise ValueError(f"{problem.id}: {self._detail(resp)}")
             raise SandboxError(f"HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
-        out: list[str | None] = []
-        for t in calls:
-            resp, mark = self._run_test(problem, solution, t)
-            report = self._report(resp, mark)
-            if report is not None and report[0] == "syntax":
-                raise ValueError(f"{problem.id}: solution does not compile: {report[1]}")
-            out.append(report[1] if report is not None and report[0] == "value" else None)
-        return out
+        return call_outputs_fallback(self._post_run, problem, solution)
 
     # ---------------------------------------------------------------------------------------------------- run_code
     def _post_run(self, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        resp = self._request("POST", "/run_code", timeout, body)
+        """POST ``body`` to ``/run_code`` (with a fresh ``X-Request-ID``, checked when the server echoes it). Raises
+        :class:`SandboxError` for any answer other than a JSON object with HTTP 200."""
+        resp = self._request("POST", "/run_code", timeout, body, request_id=uuid.uuid4().hex)
         if resp.status_code != 200:
             raise SandboxError(f"/run_code answered HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
-        return resp.json()
+        data = self._json(resp)
+        if not isinstance(data, dict):
+            raise SandboxError(f"/run_code answered a non-object: {resp.text[:200]!r}")
+        return data
 
     def run_code(
         self,
@@ -430,10 +220,22 @@ class RemoteJudge:
             "memory_limit_MB": memory_limit_mb,
             "files": {k: base64.b64encode(v).decode() for k, v in (files or {}).items()}, "fetch_files": [],
         }
+        from rlvr.judge.languages import UnknownLanguageError
+
         try:
-            data = self._post_run(body, timeout_s + 90.0)
+            resp = self._request("POST", "/run_code", timeout_s + 90.0, body, request_id=uuid.uuid4().hex)
+            if resp.status_code in (400, 422):  # the request itself is wrong: raise, as the embedded judge does
+                detail = self._detail(resp)
+                if detail.startswith("field 'language'"):
+                    raise UnknownLanguageError(detail)
+                raise ValueError(f"{self.base_url}/run_code rejected the request: {detail}"[:2000])
+            if resp.status_code != 200:
+                raise SandboxError(f"/run_code answered HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
+            data = self._json(resp)
         except SandboxError as exc:
             return RunResult(status="Error", verdict="sandbox_error", stderr=str(exc)[:2000])
+        if not isinstance(data, dict):
+            return RunResult(status="Error", verdict="sandbox_error", stderr="/run_code answered a non-object")
         return self._run_result(data, language)
 
     @staticmethod
@@ -458,125 +260,12 @@ class RemoteJudge:
         elif rc == 0:
             verdict = "accepted"
         else:
-            verdict = _failure_from_stderr(stderr, language)
+            verdict = failure_from_stderr(stderr, language)
         return RunResult(
             status="TimeLimitExceeded" if verdict == "timeout" else "Finished", verdict=verdict, exit_code=rc,
             stdout=stdout, stderr=stderr, time_s=float(run.get("execution_time") or 0.0),
             cpu_s=float(run.get("cpu_time") or 0.0),
         )
-
-    # ---------------------------------------------------------------------------------------------- fallback mode
-    def _run_test(self, problem: Problem, solution: str, test: Any, language: str = "python"
-                  ) -> tuple[dict[str, Any], str]:
-        mark = f"@@rlvr-{secrets.token_hex(8)}@@"
-        python = language.lower() in ("python", "python3", "py")
-        if python:
-            code = driver_program(problem, solution, test, mark)
-        else:
-            code = solution
-        body = {
-            "code": code, "language": "python" if python else language,
-            "stdin": test.stdin if isinstance(test, StdioTest) else "", "run_timeout": problem.time_limit_s,
-            "compile_timeout": 30.0, "memory_limit_MB": problem.memory_limit_mb, "files": {}, "fetch_files": [],
-        }
-        return self._post_run(body, problem.time_limit_s + 90.0), mark
-
-    @staticmethod
-    def _report(data: dict[str, Any], mark: str) -> tuple[str, str] | None:
-        run = data.get("run_result") or {}
-        return _split_reports(run.get("stderr") or "", mark)[1]
-
-    def _judge_fallback(self, problem: Problem, solution: str, language: str, t0: float) -> JudgeResult:
-        python = language.lower() in ("python", "python3", "py")
-        if not python and any(not isinstance(t, StdioTest) for t in problem.tests):
-            raise ValueError(f"{problem.id}: call/assert tests need python, got language {language!r}")
-        results: list[TestResult] = []
-        timeouts = 0
-        for i, test in enumerate(problem.tests):
-            if self.max_timeouts and timeouts >= self.max_timeouts:
-                results.append(TestResult(index=i, verdict="timeout", message="not run: too many timeouts"))
-                continue
-            data, mark = self._run_test(problem, solution, test, language)
-            tr = _score_run(i, test, data, mark, python, problem.float_tolerance)
-            timeouts += tr.verdict == "timeout"
-            results.append(tr)
-            if tr.verdict == "syntax_error":  # nothing else can run either
-                results += [tr.model_copy(update={"index": j}) for j in range(i + 1, len(problem.tests))]
-                break
-        first_fail = next((r for r in results if r.verdict != "accepted"), None)
-        return summarise(results, time.monotonic() - t0, first_fail.message if first_fail else "")
-
-
-def _failure_from_stderr(stderr: str, language: str) -> Verdict:
-    """Best-effort verdict of a failed run from its stderr (plain SandboxFusion reports no verdict)."""
-    lines = [ln for ln in stderr.strip().split("\n") if ln.strip()]
-    last = lines[-1] if lines else ""
-    if "MemoryError" in last:
-        return "memory_limit"
-    if language.lower() in ("python", "python3", "py") and last.startswith(
-        ("SyntaxError", "IndentationError", "TabError")
-    ):
-        return "syntax_error"
-    return "runtime_error"
-
-
-def _score_run(
-    i: int, test: Any, data: dict[str, Any], mark: str, python: bool, float_tolerance: float | None
-) -> TestResult:
-    """Verdict of one fallback-mode run (a ``/run_code`` response) of ``test``."""
-    if data.get("status") == "SandboxError":
-        return TestResult(index=i, verdict="sandbox_error", message=_cut(data.get("message"), 2000))
-    comp = data.get("compile_result") or {}
-    if comp and (comp.get("status") != "Finished" or comp.get("return_code")):
-        return TestResult(index=i, verdict="syntax_error", message=_cut(comp.get("stderr"), 2000, tail=True))
-    run = data.get("run_result") or {}
-    if not run or run.get("status") == "Error":
-        return TestResult(index=i, verdict="sandbox_error", message=_cut(data.get("message") or "no run result", 2000))
-    stderr, report = _split_reports(run.get("stderr") or "", mark)
-    stdout = run.get("stdout") or ""
-    rc = run.get("return_code")
-    base = {"index": i, "time_s": float(run.get("execution_time") or 0.0), "cpu_s": float(run.get("cpu_time") or 0.0),
-            "exit_code": rc, "stdout": _cut(stdout, _REPORT_STDOUT), "stderr": _cut(stderr, _REPORT_STDERR, tail=True)}
-
-    def res(verdict: Verdict, message: str = "") -> TestResult:
-        return TestResult(verdict=verdict, message=message, **base)
-
-    if run.get("status") == "TimeLimitExceeded":
-        return res("timeout", "time limit exceeded")
-    tag, text = report if report is not None else ("", "")
-    if tag == "syntax":
-        return res("syntax_error", text.partition(" ")[2])
-    if tag == "error":
-        exc, _, msg = text.partition(" ")
-        if exc == "MemoryError":
-            return res("memory_limit", "memory limit exceeded (MemoryError)")
-        if isinstance(test, AssertTest) and exc == "AssertionError":
-            return res("wrong_answer", "assertion failed")
-        return res("runtime_error", msg or exc)
-    if isinstance(test, StdioTest):
-        if rc not in (0, None):
-            return res(_failure_from_stderr(stderr, "python" if python else ""), f"exit code {rc}")
-        if compare_stdout(test.stdout, stdout, float_tolerance):
-            return res("accepted")
-        return res("wrong_answer", first_difference(test.stdout, stdout))
-    if tag == "pass" and isinstance(test, AssertTest):
-        return res("accepted")
-    if tag == "nonplain":
-        return res("wrong_answer", f"return value of type {text} is not a plain builtin value")
-    if tag == "value" and isinstance(test, CallTest):
-        if test.expected is None:
-            return res("sandbox_error", "test has no expected output")
-        try:
-            actual = parse_literal(text)
-        except ValueError:
-            return res("wrong_answer", "return value could not be read back")
-        if values_equal(parse_literal(test.expected), actual, test.atol):
-            return res("accepted")
-        return res("wrong_answer", f"returned {text[:80]}")
-    if rc not in (0, None) and "MemoryError" in stderr:
-        return res("memory_limit", "memory limit exceeded")
-    return res("runtime_error", "the program exited before the test could report")
-
 
 # ------------------------------------------------------------------------------------------------------ get_judge
 _LOCK = threading.Lock()

@@ -5,6 +5,11 @@ verl already runs a Ray cluster for rollouts, so the judge joins it instead of n
 wherever a judge is expected — it has the embedded judge's interface (``judge``, ``judge_many``, ``run_code``,
 ``call_outputs``). Actors are placed with Ray's ``SPREAD`` scheduling strategy so that N actors land on N nodes when
 the cluster has them (Ray docs, "Scheduling strategies"). Ray is imported lazily: importing this module is free.
+
+Failures: an exception the judge raises inside an actor reaches the caller as that exception (Ray's ``RayTaskError``
+is an instance of its cause); a dead or unreachable actor (any other ``ray.exceptions.RayError``) is infrastructure and
+raises :class:`~rlvr.judge.sandbox.SandboxError`, which the rewards retry and then count as ``sandbox_error`` — never
+as the submission's failure.
 """
 
 from __future__ import annotations
@@ -16,9 +21,22 @@ from typing import Any
 
 from rlvr.data.schema import Problem
 from rlvr.judge.core import RunResult
+from rlvr.judge.sandbox import SandboxError
 from rlvr.judge.verdict import JudgeResult
 
 __all__ = ["RayJudge"]
+
+
+def _get(refs: Any) -> Any:
+    """``ray.get(refs)``; a Ray infrastructure failure (dead actor, lost object) raises :class:`SandboxError`."""
+    import ray
+
+    try:
+        return ray.get(refs)
+    except ray.exceptions.RayTaskError:  # the judge's own exception, raised as an instance of its cause
+        raise
+    except ray.exceptions.RayError as exc:
+        raise SandboxError(f"Ray judge actor failed: {type(exc).__name__}: {exc}"[:2000]) from exc
 
 
 def _actor_class() -> Any:
@@ -89,14 +107,13 @@ class RayJudge:
             return self.actors[next(self._rr)]
 
     def judge_many(self, items: Sequence[tuple[Problem, str]], language: str = "python") -> list[JudgeResult]:
-        """Split ``items`` into chunks, spread them round-robin over the actors, gather results in input order."""
-        import ray
-
+        """Split ``items`` into chunks, spread them round-robin over the actors, gather results in input order.
+        Raises :class:`SandboxError` when an actor is lost."""
         refs = [
             self._next().judge_many.remote(list(items[i : i + self.chunk]), language)
             for i in range(0, len(items), self.chunk)
         ]
-        return [r for chunk in ray.get(refs) for r in chunk]
+        return [r for chunk in _get(refs) for r in chunk]
 
     def judge(self, problem: Problem, solution: str, language: str = "python") -> JudgeResult:
         """Judge one submission on the next actor."""
@@ -104,15 +121,11 @@ class RayJudge:
 
     def run_code(self, code: str, **kwargs: Any) -> RunResult:
         """SandboxFusion ``/run_code`` semantics on the next actor (keyword arguments as ``Judge.run_code``)."""
-        import ray
-
-        return ray.get(self._next().run_code.remote({"code": code, **kwargs}))
+        return _get(self._next().run_code.remote({"code": code, **kwargs}))
 
     def call_outputs(self, problem: Problem, solution: str) -> list[str | None]:
         """As :meth:`rlvr.judge.core.Judge.call_outputs`, on the next actor."""
-        import ray
-
-        return ray.get(self._next().call_outputs.remote(problem, solution))
+        return _get(self._next().call_outputs.remote(problem, solution))
 
     def close(self) -> None:
         """Stop the actors' sandboxes and the actors."""

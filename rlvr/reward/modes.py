@@ -30,6 +30,21 @@ score is ``None`` — TRL turns ``None`` into NaN and leaves that completion out
 (``GRPOTrainer._generate_and_score_completions``, TRL 1.16); verl needs a float, so :func:`verl_dict` writes ``0.0``
 and flags the sample with ``status="sandbox_error"`` / ``valid=False`` in ``reward_extra_info``. With
 ``sandbox_error: zero`` it scores 0 in both engines (still flagged).
+
+Why a submission cannot reach that treatment (an escape from a negative reward if it could): ``sandbox_error`` comes
+only from infrastructure —
+
+* the judge: any death of the sandbox or harness while a submission runs (killed harness, exhausted memory, a broken
+  protocol) is the program's ``runtime_error`` (the judge's own accounting, :mod:`rlvr.judge.core`); ``sandbox_error``
+  is left for a sandbox that fails to start, a checker that fails, a test without an expected value;
+* the judge server: a judge exception while scoring a submission's output is ``wrong_answer``; only ``SandboxError`` /
+  ``RuntimeError`` / ``OSError`` of the judge itself give ``500 sandbox_error`` (:mod:`rlvr.judge.api.admission`);
+* the remote client: unreachable server, 502/503/504 after retries, an answer that is not JSON or belongs to another
+  request (:mod:`rlvr.judge.transport`);
+* the reward layer: infrastructure exceptions after retries, and a request past ``max(request_timeout_s, tests ×
+  (time limit + 2 s) + 60 s)`` — a bound a program within its time limits never reaches; any other exception on one
+  submission scores it ``wrong_answer``, a completion the extractor crashes on scores as no code, and completion text
+  is made valid Unicode before it is judged (:mod:`rlvr.reward.scoring`, :mod:`rlvr.reward.extract`).
 """
 
 from __future__ import annotations

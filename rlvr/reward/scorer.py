@@ -5,8 +5,10 @@ problem from its ``ground_truth`` JSON (:func:`rlvr.data.schema.from_ground_trut
 (:mod:`rlvr.reward.extract`), judges all programs concurrently (:mod:`rlvr.reward.scoring`) and applies the reward
 mode (:mod:`rlvr.reward.modes`). Completions without code are never sent to the judge.
 
-The judge is resolved lazily on first use (``rlvr.judge.client.get_judge()``: the embedded sandbox judge, or the
-remote one when ``RLVR_SANDBOX_URL`` is set), so importing this module starts nothing and touches no network.
+Nothing a completion contains can make scoring raise or reach ``sandbox_error`` (:mod:`rlvr.reward.extract`,
+:mod:`rlvr.reward.scoring`). The judge is resolved lazily on first use (``rlvr.judge.client.get_judge()``: the
+embedded sandbox judge, or the remote one when ``RLVR_SANDBOX_URL`` is set), so importing this module starts nothing
+and touches no network.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rlvr.data.schema import Problem, from_ground_truth
-from rlvr.reward.extract import program_for
+from rlvr.reward.extract import safe_program_for
 from rlvr.reward.modes import RewardConfig, RewardOutcome, outcome_from
 from rlvr.reward.scoring import JudgeLike, ScoringOptions, judge_all, judge_all_async
 
@@ -105,7 +107,7 @@ class RewardScorer:
 
     def _prepare(self, items: Sequence[ScoreItem]) -> tuple[list[Problem], list[str | None]]:
         problems = [problem_from_ground_truth(it.ground_truth, it.data_source) for it in items]
-        programs = [program_for(p, it.completion) for p, it in zip(problems, items, strict=True)]
+        programs = [safe_program_for(p, it.completion) for p, it in zip(problems, items, strict=True)]
         return problems, programs
 
     def _finish(self, items, problems, programs, results) -> list[RewardOutcome]:
@@ -117,8 +119,13 @@ class RewardScorer:
         return out
 
     def score(self, items: Sequence[ScoreItem]) -> list[RewardOutcome]:
-        """Score ``items`` (order preserved). Blocking; concurrent inside. Raises ``ValueError`` on a bad
-        ``ground_truth``; never raises for a program's failure or a judge transport failure."""
+        """Score ``items`` (order preserved). Blocking; concurrent inside.
+
+        Never raises for anything a completion contains or the judge does (see :mod:`rlvr.reward.scoring`): a
+        completion the extractor crashes on scores as having no code, a judge exception on one submission as
+        ``wrong_answer``, infrastructure failures as ``sandbox_error``. Raises ``ValueError`` only for a bad
+        ``ground_truth`` payload (a data bug, the same for every sample of that problem: it must fail loudly, never
+        silently score 0)."""
         items = list(items)
         problems, programs = self._prepare(items)
         todo = [(p, prog) for p, prog in zip(problems, programs, strict=True) if prog is not None]

@@ -31,6 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from rlvr.reward.extract import clean_completion
 from rlvr.reward.modes import REWARD_MODES, RewardConfig, RewardMode, RewardOutcome, RewardShaping
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import JudgeLike, ScoringOptions
@@ -38,24 +39,26 @@ from rlvr.reward.scoring import JudgeLike, ScoringOptions
 __all__ = ["AsyncCodeReward", "CodeReward", "completion_text", "make_reward_funcs"]
 
 
-def completion_text(completion: str | Sequence[dict[str, Any]]) -> str:
+def completion_text(completion: Any) -> str:
     """The answer text of a TRL completion: the string itself, or the concatenated ``content`` of the assistant
     messages of a conversational completion (content may be a string or a list of ``{"type": "text", "text": …}``
-    blocks). Raises ``TypeError`` for anything else."""
-    if isinstance(completion, str):
-        return completion
+    blocks). Never raises: anything else (a non-dict message, a non-text block) contributes nothing, and the text is
+    made valid Unicode (:func:`rlvr.reward.extract.clean_completion`)."""
+    if isinstance(completion, str) or completion is None or isinstance(completion, (bytes, bytearray)):
+        return clean_completion(completion)
     parts: list[str] = []
-    for msg in completion:
-        if not isinstance(msg, dict):
-            raise TypeError(f"completion message must be a dict, got {type(msg).__name__}")
-        if msg.get("role", "assistant") != "assistant":
-            continue
-        content = msg.get("content") or ""
-        if isinstance(content, str):
-            parts.append(content)
-        else:
-            parts.extend(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return "\n".join(parts)
+    try:
+        for msg in completion:
+            if not isinstance(msg, dict) or msg.get("role", "assistant") != "assistant":
+                continue
+            content = msg.get("content") or ""
+            if isinstance(content, str):
+                parts.append(content)
+            elif isinstance(content, list):
+                parts.extend(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    except TypeError:  # not iterable
+        return clean_completion(completion)
+    return clean_completion("\n".join(parts))
 
 
 class CodeReward:
@@ -123,7 +126,8 @@ class CodeReward:
         **kwargs: Any,
     ) -> list[float | None]:
         """Score ``completions`` (one reward per completion, ``None`` = not scorable: sandbox error under
-        ``exclude``). Raises ``ValueError`` when ``ground_truth`` is missing or invalid."""
+        ``exclude``). Never raises for anything a completion contains or the judge does; raises ``ValueError`` when
+        ``ground_truth`` is missing or invalid (a dataset bug)."""
         outcomes = self.scorer.score(self._items(completions, completion_ids, ground_truth, data_source))
         self._log(outcomes, log_extra, log_metric)
         return [o.score for o in outcomes]

@@ -119,7 +119,10 @@ def compute_score(
         "has_code": bool, "timed_out": bool, "valid": bool}``; a sandbox error gives ``score`` 0.0, ``valid`` False.
 
     Raises:
-        ValueError: ``ground_truth`` is not a ground_truth payload, or ``reward_mode`` is unknown.
+        ValueError: ``ground_truth`` is not a ground_truth payload, or ``reward_mode`` is unknown (configuration and
+            data errors, the same for every sample). Never raises for anything ``solution_str`` contains or the judge
+            does: an un-decodable, giant or extractor-crashing completion and a judge exception on it score as a
+            failure, infrastructure failures as ``sandbox_error`` (see :mod:`rlvr.reward.modes`).
     """
     scorer = RewardScorer(_config(kwargs), options=_OPTIONS)
     return scorer.score([_item(data_source, solution_str, ground_truth, extra_info)])[0].verl_dict()

@@ -26,6 +26,12 @@ FUNC = Problem(id="t/add", source="t", split="test", statement="", entry_point="
                       AssertTest(code="assert candidate(2, 2) == 4 + OFFSET")])
 
 
+def _echo(request: httpx.Request) -> dict[str, str]:
+    """The headers an rlvr server answers with: the request's ``X-Request-ID`` echoed."""
+    rid = request.headers.get("x-request-id")
+    return {"X-Request-ID": rid} if rid else {}
+
+
 def _jr(verdict: str, n: int = 2) -> dict:
     res = [TestResult(index=i, verdict=verdict if i == 0 else "accepted") for i in range(n)]
     return summarise(res, 0.01).model_dump(mode="json")
@@ -47,7 +53,7 @@ class Recorder:
         if isinstance(item, Exception):
             raise item
         status, body = item
-        return httpx.Response(status, json=body)
+        return httpx.Response(status, json=body, headers=_echo(request))
 
 
 def _remote(rec: Recorder, **kw) -> RemoteJudge:
@@ -133,7 +139,8 @@ def test_judge_many_keeps_order_and_bounds_concurrency() -> None:
         with lock:
             state["now"] -= 1
         sol = json.loads(request.content)["solution"]
-        return httpx.Response(200, json=_jr("accepted" if sol.startswith("good") else "wrong_answer"))
+        return httpx.Response(200, json=_jr("accepted" if sol.startswith("good") else "wrong_answer"),
+                              headers=_echo(request))
 
     sols = [f"good{i}" if i % 3 else f"bad{i}" for i in range(12)]
     with RemoteJudge("http://j.test", transport=httpx.MockTransport(handler), concurrency=3) as rj:
@@ -257,12 +264,11 @@ def test_remote_judge_timeout_and_call_outputs(live_url: str, native: bool) -> N
 # --------------------------------------------------------------------------------------------------- backpressure
 def test_503_retry_after_is_honoured_capped_and_does_not_use_retries() -> None:
     answers = [httpx.Response(503, headers={"Retry-After": "3"}, json={"detail": "saturated"})] * 5
-    answers.append(httpx.Response(200, json=_jr("accepted")))
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/rlvr/info":
             return httpx.Response(200, json={})
-        return answers.pop(0)
+        return answers.pop(0) if answers else httpx.Response(200, json=_jr("accepted"), headers=_echo(request))
 
     rj = RemoteJudge("http://judge.test", transport=httpx.MockTransport(handler), retries=0, max_backoff_s=2.0)
     slept: list[float] = []
@@ -293,3 +299,63 @@ def test_retry_after_parses_seconds_and_http_dates() -> None:
     assert later is not None and 55 <= later <= 61
     assert RemoteJudge.retry_after_s(httpx.Response(503, headers={"Retry-After": "soon"})) is None
     assert RemoteJudge.retry_after_s(httpx.Response(503)) is None
+
+
+# ------------------------------------------------------------------------------------------------------ request ids
+def test_an_answer_for_another_request_is_never_returned() -> None:
+    """A 200 carrying another request's id (a proxy mixing up answers) is discarded and retried; the request's own
+    answer is the one returned, and a server that never echoes the id gives sandbox_error, not a foreign verdict."""
+    sent: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/rlvr/info":
+            return httpx.Response(200, json={})
+        rid = json.loads(request.content)["request_id"]
+        sent.append(rid)
+        if len(sent) == 1:  # someone else's accepted result
+            return httpx.Response(200, json={**_jr("accepted"), "request_id": "other"},
+                                  headers={"X-Request-ID": "other"})
+        return httpx.Response(200, json={**_jr("wrong_answer"), "request_id": rid}, headers={"X-Request-ID": rid})
+
+    rj = RemoteJudge("http://j.test", transport=httpx.MockTransport(handler), retries=2)
+    rj._sleep = lambda s: None
+    with rj:
+        assert rj.judge(STDIO, "x").verdict == "wrong_answer"
+    assert len(sent) == 2 and sent[0] == sent[1]  # one logical request: the same id on its retry
+
+    def silent(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=_jr("accepted"))  # no id echoed
+
+    rj = RemoteJudge("http://j.test", transport=httpx.MockTransport(silent), retries=1, native=True)
+    rj._sleep = lambda s: None
+    with rj:
+        res = rj.judge(STDIO, "x")
+    assert res.verdict == "sandbox_error" and "request id" in res.message
+
+
+def test_run_code_rejections_raise_like_the_embedded_judge() -> None:
+    from rlvr.judge.languages import UnknownLanguageError
+
+    rec = Recorder([(400, {"detail": "field 'language': unknown language 'cobol'"})])
+    with _remote(rec) as rj, pytest.raises(UnknownLanguageError):
+        rj.run_code("x", language="cobol")
+    rec = Recorder([(422, {"detail": [], "message": "field 'run_timeout': Input should be greater than 0"})])
+    with _remote(rec) as rj, pytest.raises(ValueError, match="run_timeout"):
+        rj.run_code("x", timeout_s=-1)
+
+
+def test_fallback_scoring_bounds_and_guards_returned_values() -> None:
+    from rlvr.judge.fallback import score_run
+
+    test = CallTest(args="[1]", expected="1.5")
+    mark = "@@m@@"
+
+    def run(value: str) -> str:
+        data = {"status": "Success", "run_result": {"status": "Finished", "return_code": 0, "stdout": "",
+                                                    "stderr": f"\n{mark}value {value}\n"}}
+        return score_run(0, test, data, mark, True, None).verdict
+
+    assert run("1.5") == "accepted"
+    assert run("9" * 200_000) == "wrong_answer"  # too many digits: not parsed at all
+    assert run("1" + "0" * 400) == "wrong_answer"  # int too large to compare with a float: not an exception
+    assert run("[" * 5000 + "]" * 5000) == "wrong_answer"  # too deep to parse

@@ -115,10 +115,10 @@ def test_run_code_bad_base64_is_400_naming_the_field(client: TestClient) -> None
     assert r.status_code == 400 and "files.a.txt" in r.json()["detail"]
 
 
-def test_run_code_unsupported_language_is_sandbox_error_not_500(client: TestClient, fake: FakeJudge) -> None:
+def test_run_code_unsupported_language_is_400_naming_the_field(client: TestClient, fake: FakeJudge) -> None:
     r = client.post("/run_code", json={"code": "puts 1", "language": "ruby"})
-    assert r.status_code == 200
-    assert r.json()["status"] == "SandboxError" and "ruby" in r.json()["message"]
+    assert r.status_code == 400
+    assert "field 'language'" in r.json()["detail"] and "ruby" in r.json()["detail"]
     assert not fake.calls  # never reached the judge
 
 
@@ -248,8 +248,10 @@ def test_rlvr_judge_needs_exactly_one_problem_source(client: TestClient) -> None
 
 def test_rlvr_call_outputs_and_info(client: TestClient) -> None:
     p = _problem()
-    r = client.post("/rlvr/call_outputs", json={"problem": p.model_dump(mode="json"), "solution": "def add(a,b): ..."})
-    assert r.status_code == 200 and r.json() == {"outputs": ["3"]}
+    r = client.post("/rlvr/call_outputs", json={"problem": p.model_dump(mode="json"), "solution": "def add(a,b): ...",
+                                                "request_id": "rq-1"})
+    assert r.status_code == 200 and r.json() == {"outputs": ["3"], "request_id": "rq-1"}
+    assert r.headers["x-request-id"] == "rq-1"
     r = client.post("/rlvr/call_outputs", json={"problem": p.model_dump(mode="json"), "solution": "NOCOMPILE"})
     assert r.status_code == 400 and "does not compile" in r.json()["detail"]
     info = client.get("/rlvr/info").json()

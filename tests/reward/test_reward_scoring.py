@@ -54,19 +54,39 @@ def test_sandbox_error_verdict_retried_then_kept():
     assert j.items == 2 + 1 + 1  # only the failed item is re-sent
 
 
-def test_request_timeout_reads_as_sandbox_error():
+def test_request_timeout_reads_as_sandbox_error(monkeypatch):
+    monkeypatch.setattr("rlvr.reward.scoring.judge_bound_s", lambda p: 0.0)  # else floored at the judge's own bound
     j = FakeJudge(sleep_s=0.5)
     res = judge_all(j, [(STDIO_SUM, "ok")], ScoringOptions(request_timeout_s=0.05))
     assert res[0].verdict == "sandbox_error" and "timed out" in res[0].message
 
 
-def test_unexpected_judge_bug_propagates():
-    class Broken:
-        def judge_many(self, items):
-            raise KeyError("bug")
+def test_a_judge_exception_on_one_submission_scores_it_as_a_failure_and_spares_the_others():
+    class Brittle:
+        calls = 0
 
-    with pytest.raises(KeyError):
-        judge_all(Broken(), [(STDIO_SUM, "x")])
+        def judge_many(self, items):
+            self.calls += 1
+            if any("#BOOM" in s for _, s in items):
+                raise OverflowError("int too large to convert to float")
+            return [FakeJudge()._one(p, s) for p, s in items]
+
+    j = Brittle()
+    res = judge_all(j, [(STDIO_SUM, "ok"), (STDIO_SUM, "#BOOM"), (STDIO_SUM, "#WA")], ScoringOptions(batch_size=3))
+    assert [r.verdict for r in res] == ["accepted", "wrong_answer", "wrong_answer"]
+    assert "OverflowError" in res[1].message and j.calls == 4  # the batch, then each item alone
+
+
+def test_infrastructure_exceptions_are_retried_then_sandbox_error():
+    from rlvr.judge.sandbox import SandboxError
+
+    for exc in (SandboxError("bwrap did not start"), RuntimeError("judge is closed")):
+        class Down:
+            def judge_many(self, items, exc=exc):
+                raise exc
+
+        res = judge_all(Down(), [(STDIO_SUM, "x")], ScoringOptions(max_retries=1, retry_backoff_s=0.0))
+        assert res[0].verdict == "sandbox_error" and type(exc).__name__ in res[0].message
 
 
 def test_sync_entry_works_inside_running_loop():

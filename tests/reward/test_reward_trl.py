@@ -57,8 +57,8 @@ def test_chat_completions_and_logging():
 def test_completion_text_shapes():
     assert completion_text("abc") == "abc"
     assert completion_text([{"role": "assistant", "content": "a"}, {"role": "tool", "content": "x"}]) == "a"
-    with pytest.raises(TypeError):
-        completion_text([1])
+    assert completion_text([1, {"role": "assistant", "content": [{"type": "text", "text": "b"}, 7]}]) == "b"
+    assert completion_text(None) == "" and completion_text(b"x\xff") == "x\ufffd"
 
 
 def test_no_code_is_not_sent_to_judge():

@@ -1,0 +1,122 @@
+"""rlvr's native wire API, used by :class:`~rlvr.judge.client.RemoteJudge`.
+
+* ``POST /rlvr/judge`` – ``{"problem": Problem | null, "ground_truth": str | object | null, "data_source": str,
+  "solution": str, "language": str}`` → :class:`~rlvr.judge.verdict.JudgeResult` JSON (exactly one of ``problem`` /
+  ``ground_truth``).
+* ``POST /rlvr/call_outputs`` – same body → ``{"outputs": [str | null]}``.
+* ``GET /rlvr/info`` → ``{"judge_version", "languages", "workers", "max_queue"}``.
+
+Request ids: the body's ``request_id`` (or, failing that, an ``X-Request-ID`` header) is echoed in the answer's
+``request_id`` field and ``X-Request-ID`` header; :class:`~rlvr.judge.client.RemoteJudge` sends a fresh random id per
+logical request (kept across its retries) and rejects an answer carrying another id, so a retried or proxied request
+can never be credited with another request's result.
+
+Errors: 400 naming the field (bad request, unknown language, limits out of range, a problem without tests, solution
+does not compile for call_outputs), 413 (body over ``RLVR_SANDBOX_MAX_BODY_MB``), 422 (schema), 503 + ``Retry-After``
+(saturated), 500 with ``{"detail": "sandbox_error: …"}`` (the judge itself failed: infrastructure). Whatever the
+submission outputs or returns gets a verdict (see :func:`rlvr.judge.api.admission.judge_submission`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from pydantic import BaseModel, Field
+
+from rlvr.data.schema import Problem, from_ground_truth
+from rlvr.judge.api.admission import admitted_call, judge_submission
+from rlvr.judge.api.common import REQUEST_ID_HEADER, BadRequest, BoundedJSONRoute, SafeJSONResponse, the_judge
+from rlvr.judge.api.limits import check_language, check_problem_limits
+from rlvr.judge.verdict import JudgeResult
+
+__all__ = ["JudgeRequest", "JudgeResponse", "router"]
+
+router = APIRouter(route_class=BoundedJSONRoute)
+
+
+class JudgeRequest(BaseModel):
+    """Body of ``/rlvr/judge`` and ``/rlvr/call_outputs``: exactly one of ``problem`` / ``ground_truth``.
+
+    ``request_id``: the client's id of this request (at most 128 characters), echoed in the answer so that the client
+    can check that a body belongs to its own request (see the module docstring)."""
+
+    problem: Problem | None = None
+    ground_truth: str | dict[str, Any] | None = None
+    data_source: str = "unknown"
+    solution: str
+    language: str = "python"
+    request_id: str | None = Field(None, max_length=128)
+
+    def to_problem(self) -> Problem:
+        """The Problem to judge, with its limits checked (:mod:`rlvr.judge.api.limits`). Raises :class:`BadRequest`
+        naming the field."""
+        if (self.problem is None) == (self.ground_truth is None):
+            raise BadRequest("exactly one of 'problem' and 'ground_truth' must be given")
+        field = "problem" if self.problem is not None else "ground_truth"
+        if self.problem is not None:
+            problem = self.problem
+        else:
+            try:
+                problem = from_ground_truth(self.ground_truth, self.data_source)  # type: ignore[arg-type]
+            except (ValueError, TypeError) as exc:
+                raise BadRequest(f"field 'ground_truth': {exc}") from exc
+        if not problem.tests:
+            raise BadRequest(f"field '{field}.tests': the problem has no tests")
+        check_problem_limits(problem, field)
+        return problem
+
+
+class JudgeResponse(JudgeResult):
+    """``/rlvr/judge`` answer: a :class:`~rlvr.judge.verdict.JudgeResult` plus the request's ``request_id``."""
+
+    request_id: str | None = None
+
+
+def _request_id(req: JudgeRequest, request: Request) -> str | None:
+    return req.request_id or request.headers.get(REQUEST_ID_HEADER)
+
+
+@router.post("/rlvr/judge", response_model=JudgeResponse, response_class=SafeJSONResponse)
+async def rlvr_judge(req: JudgeRequest, request: Request, response: Response) -> JudgeResponse:
+    """Judge one solution on a Problem (rlvr's native endpoint)."""
+    check_language(req.language)
+    problem = req.to_problem()
+    jr = await judge_submission(request, problem, req.solution, req.language, "language")
+    request.state.verdict = jr.verdict
+    rid = _request_id(req, request)
+    if rid is not None:
+        response.headers[REQUEST_ID_HEADER] = rid
+    return JudgeResponse(**dict(jr), request_id=rid)
+
+
+@router.post("/rlvr/call_outputs", response_class=SafeJSONResponse)
+async def rlvr_call_outputs(req: JudgeRequest, request: Request) -> SafeJSONResponse:
+    """``repr`` of each call test's return value (``null`` where it failed), plus ``request_id``."""
+    from rlvr.judge.sandbox import SandboxError
+
+    problem = req.to_problem()
+    rid = _request_id(req, request)
+    headers = {REQUEST_ID_HEADER: rid} if rid is not None else None
+    try:
+        outs = await admitted_call(request, "call_outputs", problem, req.solution)
+    except (SandboxError, RuntimeError, OSError) as exc:
+        detail = f"sandbox_error: {type(exc).__name__}: {exc}"[:2000]
+        return SafeJSONResponse(status_code=500, content={"detail": detail}, headers=headers)
+    except ValueError as exc:  # the solution does not compile
+        raise BadRequest(str(exc)) from exc
+    return SafeJSONResponse(content={"outputs": outs, "request_id": rid}, headers=headers)
+
+
+@router.get("/rlvr/info", response_class=SafeJSONResponse)
+async def rlvr_info(request: Request) -> dict[str, Any]:
+    """Judge version, available languages and sandbox count of this server."""
+    from rlvr.judge.core import JUDGE_VERSION
+    from rlvr.judge.languages import available_languages
+
+    return {
+        "judge_version": JUDGE_VERSION,
+        "languages": available_languages(),
+        "workers": getattr(the_judge(request), "workers", None),
+        "max_queue": request.app.state.gate.max_queue,
+    }
