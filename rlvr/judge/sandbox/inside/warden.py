@@ -1,0 +1,160 @@
+"""The warden: PID 1 of a sandbox's pid namespace; a fresh ``python3 -I`` that never receives submission data.
+
+Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It preloads the modules
+programs use, makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/1/mem``, no ptrace attach) and
+installs the seccomp filter of :mod:`seccomp` on itself, so every later process of the sandbox inherits it. As PID 1
+it cannot be signalled by any process of its namespace (the kernel drops signals to an init without a handler), so
+a submission can kill its runner but never the warden.
+
+Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the host. Messages (JSON):
+  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int}``
+  ``{"op": "sub", "id"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
+  ``{"t": "ack", "id"}`` after killing every leftover process and wiping every writable place (``/tmp``, ``/dev/shm``,
+  ``/dev/mqueue``, SysV IPC objects); then it forks the runner (:mod:`runner`), which owns the fds, reaps it and
+  every orphan, kills what is left and answers ``{"t": "done", "id", "cpu_s"}`` (``cpu_s``: CPU seconds of the warden
+  and every process it reaped so far, which includes the runner's waited-for children).
+A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the next submission.
+"""
+
+import ctypes
+import gc
+import json
+import os
+import resource
+import signal
+import socket
+import stat
+import sys
+
+sys.path[:0] = ["/judge/inside", "/judge"]
+
+import proc  # noqa: E402
+import seccomp  # noqa: E402
+
+for _name in (
+    "re math cmath collections itertools functools heapq bisect string typing random datetime decimal fractions "
+    "statistics operator copy array hashlib time dataclasses enum abc numbers textwrap unicodedata queue threading "
+    "contextlib fnmatch pprint calendar base64 binascii secrets zlib atexit traceback linecache tokenize subprocess "
+    "runner calls callserver driver wire literal"
+).split():
+    try:
+        __import__(_name)
+    except Exception:  # pragma: no cover - a stripped-down interpreter
+        pass
+
+import runner  # noqa: E402
+
+WIPE = ("/tmp", "/dev/shm", "/dev/mqueue")
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _chmod_tree(path, depth=0):
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        if st.st_mode & 0o700 != 0o700:
+            os.chmod(path, 0o700)
+        if depth > 5000:
+            raise RuntimeError("directory tree too deep to wipe")
+        for name in os.listdir(path):
+            _chmod_tree(os.path.join(path, name), depth + 1)
+
+
+def wipe():
+    """Remove everything under the writable places and every SysV IPC object; raises when something stays."""
+    for top in WIPE:
+        if not os.path.isdir(top):
+            continue
+        for name in os.listdir(top):
+            path = os.path.join(top, name)
+            if path == proc.WORKDIR and not os.path.islink(path) and os.path.isdir(path) and not os.listdir(path):
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                _chmod_tree(path)
+                import shutil
+
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+    for kind, rm in (("shm", lambda i: LIBC.shmctl(i, 0, None)), ("msg", lambda i: LIBC.msgctl(i, 0, None)),
+                     ("sem", lambda i: LIBC.semctl(i, 0, 0))):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            if rm(int(row.split()[1])) != 0:
+                raise RuntimeError(f"cannot remove SysV {kind} {row.split()[1]}")
+    os.makedirs(proc.WORKDIR, exist_ok=True)
+
+
+def reap_all():
+    """Kill every other process of the namespace and reap them all (their CPU joins RUSAGE_CHILDREN)."""
+    proc.kill_all()
+    while True:
+        try:
+            os.wait4(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+
+
+def cpu_seconds():
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def main():
+    ctl = socket.socket(fileno=int(sys.argv[1]))
+    LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
+    filtered = seccomp.install()
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    os.makedirs(proc.WORKDIR, exist_ok=True)
+    gc.collect()
+    gc.freeze()  # keep warm objects out of the runners' copy-on-write path
+    with open("/proc/self/statm") as fh:
+        base_vm = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + (64 << 20)
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(ctl, 1 << 16, 4)
+        except OSError:
+            return
+        if not data:
+            return
+        msg = json.loads(data)
+        if msg.get("op") == "ping":
+            for fd in fds:
+                os.close(fd)
+            ctl.send(json.dumps({"t": "pong", "seccomp": filtered, "dumpable": LIBC.prctl(3, 0, 0, 0, 0)}).encode())
+            continue
+        if msg.get("op") != "sub" or len(fds) != 2:
+            return
+        rid = str(msg["id"])
+        reap_all()
+        wipe()
+        ctl.send(json.dumps({"t": "ack", "id": rid}).encode())
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctl.close()
+                runner.main(rid, fds[0], fds[1], base_vm)
+            finally:
+                os._exit(1)
+        for fd in fds:
+            os.close(fd)
+        while True:  # reap orphans too, until the runner itself is gone
+            try:
+                done, _status, _ru = os.wait4(-1, 0)
+            except InterruptedError:
+                continue
+            except ChildProcessError:
+                break
+            if done == pid:
+                break
+        reap_all()
+        ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
+
+
+if __name__ == "__main__":
+    main()
