@@ -17,6 +17,7 @@ characters of input, ``max_depth`` nesting levels, ``max_int_digits`` digits per
 
 import ast
 import builtins
+import json
 import re
 import sys
 
@@ -29,6 +30,20 @@ if hasattr(sys, "set_int_max_str_digits"):
 MAX_CHARS = 32 << 20
 MAX_DEPTH = 120
 MAX_INT_DIGITS = 200_000
+
+_JSON_SAFE = re.compile(r"[\s\[\],0-9.eE+-]*")
+
+
+def _depth(value):
+    """Nesting depth of a JSON-read list (iterative: no recursion on hostile input)."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        v, d = todo.pop()
+        deepest = max(deepest, d)
+        if type(v) is list and d <= MAX_DEPTH:
+            todo.extend((x, d + 1) for x in v if type(x) is list)
+    return deepest
+
 
 _UNARY = {ast.USub: lambda v: -v, ast.UAdd: lambda v: +v}
 _BINARY = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b}
@@ -123,6 +138,16 @@ def parse_literal(text, objects=None, handles=None, max_chars=MAX_CHARS, max_int
         raise ValueError(f"literal of {len(text)} characters exceeds the {max_chars}-character bound")
     if re.search(f"[0-9_]{{{max_int_digits + 1}}}", text):
         raise ValueError(f"literal holds a number of more than {max_int_digits} digits")
+    if _JSON_SAFE.fullmatch(text):
+        # lists of numbers (most large call-test values): JSON reads them to the very same Python values, ~50x faster
+        # than building an AST; anything it refuses (``1.``, ``.5``) falls through to the AST path
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            pass
+        else:
+            if _depth(value) <= MAX_DEPTH:
+                return value
     try:
         tree = ast.parse(text.strip(), mode="eval")
         return _eval(tree.body, _Ctx(objects, handles), 0)

@@ -60,6 +60,7 @@ class Session:
 
     def __init__(self, rid: str, w: int, r: int) -> None:
         self.rid, self._w, self._r = rid, w, r
+        self._buf = bytearray()
         self.broken = False
 
     def send(self, obj: dict[str, Any]) -> bool:
@@ -77,16 +78,18 @@ class Session:
         return True
 
     def _read(self, n: int, deadline: float) -> bytes | None:
-        buf = bytearray()
+        buf = self._buf
         while len(buf) < n:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not select.select([self._r], [], [], remaining)[0]:
                 raise SessionTimeout("the submission's runner did not answer in time")
-            chunk = os.read(self._r, min(n - len(buf), 1 << 20))
+            chunk = os.read(self._r, max(n - len(buf), 1 << 16))  # what is there: usually several frames at once
             if not chunk:
                 return None
             buf += chunk
-        return bytes(buf)
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
 
     def recv(self, deadline: float) -> dict[str, Any] | None:
         """Next frame before ``deadline`` (monotonic seconds); raises :class:`SessionTimeout` after it."""
