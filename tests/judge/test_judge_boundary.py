@@ -107,7 +107,8 @@ def test_killing_the_runner_is_the_programs_failure_and_the_next_submission_is_f
 
 def test_the_warden_cannot_be_killed(secret_judge):
     judge, _ = secret_judge
-    code = "import os, signal\nfor s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):\n    os.kill(1, s)\nprint('OK')"
+    code = ("import os, signal\nfor s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):\n    os.kill(1, s)\n"
+            "print('OK')")
     assert judge.judge(stdio(), code).verdict == "accepted"
     assert judge.judge(stdio(), "print('OK')").verdict == "accepted"
 
@@ -131,7 +132,8 @@ FORGERIES = {
     "builtins.len = lambda *a: 3\nbuiltins.tuple = lambda *a: (1, 2)\nbuiltins.sum = lambda *a: 6.0\n"
     "def f(n):\n    return [0]\n",
     "sys_modules_tampering": "import sys, math\nmath.isclose = lambda *a, **k: True\n"
-    "sys.modules['math'] = type(sys)('math')\nsys.modules['math'].isclose = lambda *a, **k: True\n"
+    "sys.modules['math'] = type(sys)('math')\n"
+    "sys.modules['math'].isclose = lambda *a, **k: True\n"
     "def f(n):\n    return [0]\n",
     "eq_always_true": "class L(list):\n    def __eq__(self, o):\n        return True\n    __hash__ = None\n"
     "class S(set):\n    def __eq__(self, o):\n        return True\n"
@@ -139,7 +141,8 @@ FORGERIES = {
     "userlist_data_trick": "from collections import UserList\nclass U(UserList):\n    def __eq__(self, o):\n"
     "        return True\n    def __iter__(self):\n        return iter([1, 2, 3])\n    def __len__(self):\n"
     "        return 3\ndef f(n):\n    return U([0])\n",
-    "frame_peek": "import sys\ndef f(n):\n    try:\n        fr = sys._getframe(1)\n        return list(fr.f_code.co_consts[-1])\n"
+    "frame_peek": "import sys\ndef f(n):\n    try:\n        fr = sys._getframe(1)\n"
+    "        return list(fr.f_code.co_consts[-1])\n"
     "    except Exception:\n        return [0]\n",
     "callable_stands_for_entry": "import functools\nf = functools.partial(lambda n: [0])\n",
 }
@@ -166,8 +169,8 @@ def test_prompt_helpers_come_from_the_trusted_prompt(judge):
     # HumanEval/38-like: the check uses a helper of the prompt; a submission redefining it cannot change the test
     prompt = "def encode(s):\n    return s[::-1]\n\ndef decode(s):\n    \"\"\"inverse of encode\"\"\"\n"
     p = Problem(id="t/he", source="t", split="test", statement="", starter_code=prompt, entry_point="decode",
-                tests=[{"kind": "assert", "code": "def check(candidate):\n    assert candidate(encode('abc')) == 'abc'\n"
-                        "check(candidate)\n"}])
+                tests=[{"kind": "assert", "code": "def check(candidate):\n"
+                        "    assert candidate(encode('abc')) == 'abc'\ncheck(candidate)\n"}])
     assert judge.judge(p, prompt + "    return s[::-1]\n").verdict == "accepted"
     cheat = "def encode(s):\n    return s\n\ndef decode(s):\n    return s\n"
     assert judge.judge(p, cheat).verdict == "wrong_answer"

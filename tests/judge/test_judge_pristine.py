@@ -107,3 +107,20 @@ def test_build_dir_is_wiped_between_native_submissions(judge1):
     check = ('#include <cstdio>\nint main(){ FILE*f=fopen("/tmp/build/left.txt","r"); puts(f ? "FOUND" : "CLEAN");'
              ' FILE*g=fopen("/tmp/build/main.cpp","r"); }\n')
     assert judge1.judge(stdio(), check, "cpp").verdict == "accepted"
+
+
+def test_only_the_wiped_places_are_writable(judge1):
+    code = """
+import os
+ok = []
+for d in ('/', '/etc', '/dev', '/judge', '/judge/inside', '/usr', '/proc', '/tmp', '/dev/shm', '/dev/mqueue'):
+    try:
+        with open(os.path.join(d, 'probe'), 'w') as fh:
+            fh.write('x')
+        ok.append(d)
+    except OSError:
+        pass
+print(' '.join(ok))
+"""
+    res = judge1.judge(stdio("/tmp /dev/shm"), code)
+    assert res.verdict == "accepted", res.tests[0].stdout

@@ -3,10 +3,10 @@
 * ``--unshare-all`` (+ ``--unshare-user``, ``--disable-userns``): own network (loopback only), pid, ipc, uts and user
   namespaces; no nesting.
 * ``--as-pid-1``: the warden is PID 1 of the pid namespace, so no process of the sandbox can signal it.
-* read-only system: only ``/usr`` (+ the interpreter's prefix, the toolchains' extra paths) bound read-only; ``/tmp``
-  a private size-capped tmpfs; ``/dev`` bwrap's minimal one; ``/dev/mqueue`` its own mqueue mount (so the warden can
-  list and remove POSIX message queues between submissions); the judge's in-sandbox code bound read-only at
-  ``/judge`` (never writable by anything in any sandbox).
+* read-only everything but three places: only ``/usr`` (+ the interpreter's prefix, the toolchains' extra paths) is
+  bound, read-only; the root and bwrap's minimal ``/dev`` are remounted read-only (``--remount-ro``); ``/tmp`` and
+  ``/dev/shm`` are private size-capped tmpfs and ``/dev/mqueue`` its own mqueue mount, all wiped by the warden after
+  every submission; the judge's in-sandbox code is bound read-only at ``/judge``.
 * uid/gid 65534 inside; ``--die-with-parent``, ``--new-session``, ``--cap-drop ALL``; ``--clearenv`` plus a fixed
   small environment — and bwrap itself is started with an empty environment (:mod:`rlvr.judge.sandbox.host`), so no
   process of the sandbox, PID 1 included, carries a host variable.
@@ -80,7 +80,11 @@ def argv(ctl_fd: int, tmp_mb: int) -> list[str]:
         if os.path.exists(extra):
             out += ["--ro-bind", extra, extra]
     out += ["--proc", "/proc", "--dev", "/dev", "--mqueue", "/dev/mqueue", "--size", str(tmp_mb << 20), "--tmpfs",
-            "/tmp"]
+            "/tmp", "--size", str(tmp_mb << 20), "--tmpfs", "/dev/shm"]
+    # bwrap builds the root and /dev as tmpfs owned by the sandbox's uid: read-only once every mount point exists, so
+    # the only writable places are /tmp, /dev/shm and /dev/mqueue (which the warden wipes) and nothing can be
+    # planted next to the judge's own code or on its import path
+    out += ["--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--chdir", "/tmp", "--clearenv"]
     for k, v in SANDBOX_ENV.items():
         out += ["--setenv", k, v]

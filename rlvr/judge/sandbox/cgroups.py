@@ -18,7 +18,8 @@ Modes (:func:`detect`, first that works):
 * ``none``: no cgroup; the documented fallback is per-process ``RLIMIT_AS``, per-uid ``RLIMIT_NPROC`` (each sandbox
   has its own host uid when the judge runs as root) and the tmpfs size cap — several processes together, or
   ``/dev/shm``, can then exceed the per-sandbox figure.
-The cgroup is removed when the sandbox closes (after its processes are gone).
+The cgroup is removed when the sandbox closes (after its processes are gone); empty ones left by a judge process that
+died first are removed by the next judge process that detects the mode.
 """
 
 from __future__ import annotations
@@ -122,7 +123,25 @@ def detect() -> CgroupMode:
                 reasons.append(got)
             else:
                 _MODE = CgroupMode("none", {}, "; ".join(reasons))
+            _sweep(_MODE)
     return _MODE
+
+
+def _sweep(mode: CgroupMode) -> None:
+    """Remove empty sandbox cgroups left by judge processes that died before removing theirs (never raises)."""
+    for parent in set(mode.parents.values()):
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for name in names:
+            parts = name.split("-")
+            if len(parts) == 4 and parts[:2] == ["rlvr", "sb"] and parts[2].isdigit():
+                if not os.path.exists(f"/proc/{parts[2]}"):
+                    try:
+                        os.rmdir(os.path.join(parent, name))
+                    except OSError:
+                        pass
 
 
 class SandboxCgroup:
@@ -174,6 +193,16 @@ class SandboxCgroup:
         except OSError:
             pass
         return 0
+
+    def memory_usage_mb(self) -> float:
+        """Memory charged to the sandbox now (processes + tmpfs/shm), MB; 0.0 without cgroups."""
+        if not self.dirs:
+            return 0.0
+        f = self.dirs[0] / ("memory.current" if self.mode.name == "v2" else "memory.usage_in_bytes")
+        try:
+            return int(f.read_text()) / (1 << 20)
+        except (OSError, ValueError):
+            return 0.0
 
     def remove(self, timeout_s: float = 5.0) -> None:
         """Remove the cgroup(s) once their processes are gone (polls up to ``timeout_s``; never raises)."""

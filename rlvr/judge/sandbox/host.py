@@ -300,6 +300,10 @@ class Sandbox:
         as reported after each submission."""
         return self._cpu_base + self._cpu_last
 
+    def memory_usage_mb(self) -> float:
+        """Memory charged to this sandbox's cgroup now, MB (0.0 without cgroups)."""
+        return self._cg.memory_usage_mb() if self._cg is not None else 0.0
+
     def oom_kills(self) -> int:
         """OOM kills in this sandbox's cgroup so far (0 without cgroups)."""
         return self._cg.oom_kills() if self._cg is not None else 0
