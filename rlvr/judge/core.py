@@ -94,6 +94,17 @@ def _tl(problem: Problem, test: Any) -> float:
     return float(own) if own else float(problem.time_limit_s)
 
 
+def _check_run_args(timeout_s: float, memory_limit_mb: int, files: dict[str, bytes] | None) -> None:
+    if not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= 3600:  # NaN fails both comparisons
+        raise ValueError(f"timeout_s: must be in (0, 3600] seconds, got {timeout_s!r}")
+    if not isinstance(memory_limit_mb, int) or not 16 <= memory_limit_mb <= 65536:
+        raise ValueError(f"memory_limit_mb: must be an integer in [16, 65536], got {memory_limit_mb!r}")
+    for name in files or {}:
+        parts = str(name).split("/")
+        if not name or name.startswith("/") or ".." in parts or "\0" in name:
+            raise ValueError(f"files: bad file name {name!r} (relative, no '..', no NUL)")
+
+
 class Judge:
     """Embedded judge over a pool of workers.
 
@@ -285,7 +296,10 @@ class Judge:
         ``timeout_s``: wall-clock limit, seconds. ``memory_limit_mb``: address-space limit, MB. ``files``: name →
         content, written into the program's working directory first. ``language``: see :mod:`rlvr.judge.languages`
         (raises ``UnknownLanguageError`` when unavailable); a compile error gives verdict ``syntax_error`` with the
-        compiler's message in ``stderr``. A fresh runner like any submission."""
+        compiler's message in ``stderr``. A fresh runner like any submission. Raises ``ValueError`` naming the field
+        for a ``timeout_s`` outside (0, 3600], a ``memory_limit_mb`` outside [16, 65536] or a file name that is
+        absolute, empty or climbs out of the working directory."""
+        _check_run_args(timeout_s, memory_limit_mb, files)
         req = {
             "native": _native(get_language(language)), "op": "run", "code": code, "stdin": stdin,
             "timeout_s": timeout_s, "memory_limit_mb": memory_limit_mb, "output_limit_mb": self.output_limit_mb,

@@ -83,8 +83,11 @@ def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any]
                 restart = True
                 break
             t = f.get("t")
-            if t == "rec" and isinstance(f.get("i"), int) and 0 <= f["i"] < n and isinstance(f.get("rec"), dict):
-                out.batch[f["i"]] = f["rec"]
+            if t == "recs" and isinstance(f.get("recs"), list):
+                for item in f["recs"]:
+                    i, rec = (item.get("i"), item.get("rec")) if isinstance(item, dict) else (None, None)
+                    if isinstance(i, int) and 0 <= i < n and isinstance(rec, dict):
+                        out.batch[i] = rec
             elif t == "result" and isinstance(f.get("rec"), dict):
                 out.result = f["rec"]
             elif t == "compile_error":

@@ -27,6 +27,7 @@ PRIVATE_FDS = []  # the runner's own channel fds: closed in every child
 
 
 def memfd(name, data=b""):
+    """An anonymous in-memory file holding ``data``, positioned at 0 (a test's stdin/stdout/stderr)."""
     fd = os.memfd_create(name, 0)
     if data:
         os.write(fd, data)
@@ -35,6 +36,7 @@ def memfd(name, data=b""):
 
 
 def read_fd(fd, cap):
+    """Up to ``cap`` bytes of ``fd`` from its start."""
     os.lseek(fd, 0, os.SEEK_SET)
     out = bytearray()
     while len(out) < cap:
@@ -59,6 +61,8 @@ def set_limits(memory_limit_mb, cpu_s, output_limit_mb, base_vm, as_limit=True):
 
 
 def child_stdio(stdin_fd, out_fd, err_fd):
+    """In a test child: close the runner's channel, make fds 0/1/2 and ``sys.std*`` the test's files, cd to the
+    work dir."""
     for fd in PRIVATE_FDS:
         try:
             os.close(fd)
@@ -86,6 +90,7 @@ def child_stdio(stdin_fd, out_fd, err_fd):
 
 
 def exit_code(exc):
+    """The process exit code ``SystemExit`` ``exc`` stands for (a non-int code is printed to stderr, exit 1)."""
     code = exc.code
     if code is None:
         return 0
@@ -99,6 +104,7 @@ def exit_code(exc):
 
 
 def flush():
+    """Flush ``sys.stdout``/``sys.stderr``, ignoring errors."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
@@ -123,6 +129,7 @@ class Channel:
         self._fd, self._nonce, self._write, self._dumps, self._pack = fd, nonce, _write, _dumps, _pack
 
     def put(self, **rec):
+        """Send one record (a JSON object, 4-byte length prefix)."""
         rec["n"] = self._nonce
         data = self._dumps(rec).encode()
         view = memoryview(self._pack(">I", len(data)) + data)
@@ -164,6 +171,7 @@ class Records:
         self.nonce, self.buf, self.overflow = nonce, bytearray(), False
 
     def feed(self, chunk):
+        """Add ``chunk`` (bytes); return the complete records with the right nonce (others are dropped)."""
         self.buf += chunk
         out = []
         while len(self.buf) >= 4:

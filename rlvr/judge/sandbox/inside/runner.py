@@ -9,7 +9,8 @@ it; when it ends the warden kills what is left and wipes every writable place.
 Ops (request ``op``):
   ``batch``: ``{"code", "native", "tests": [{"kind": "stdio", "stdin", "tl"} | {"kind": "call", "args", "kwargs",
   "tl"}], "entry_point", "test_setup", "memory_limit_mb", "output_limit_mb", "max_timeouts", "interactive",
-  "call_cpu_s"}`` → ``{"t": "compile_error", "msg"}`` | one ``{"t": "rec", "i", "rec"}`` per test; then, when
+  "call_cpu_s"}`` → ``{"t": "compile_error", "msg"}`` | ``{"t": "recs", "recs": [{"i", "rec"}, …]}`` frames (one
+  per ~1 MB of records, the rest at the end); then, when
   ``interactive``, ``{"t": "ready"}`` and one ``{"t": "ret", "k", "rec"}`` per ``{"t": "call", "k", "budget_s", …}``
   frame until ``{"t": "end"}``; finally ``{"t": "done"}``.
   ``run``: ``{"code", "native", "stdin", "timeout_s", "memory_limit_mb", "output_limit_mb", "files"}`` →
@@ -31,9 +32,11 @@ import proc
 import wire
 
 BUILD = "/tmp/build"
+FLUSH_BYTES = 1 << 20
 
 
 def compile_code(code, name):
+    """(code object, None) or (None, the compiler's one-line error)."""
     try:
         return compile(code, name, "exec", dont_inherit=True), None
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
@@ -147,6 +150,7 @@ def _clean_workdir():
 
 
 def handle_batch(req, send, recv, base_vm):
+    """The ``batch`` op (module docstring): stream one record per test, then serve relayed calls if interactive."""
     native = None
     if req.get("native"):
         if any(t["kind"] != "stdio" for t in req["tests"]) or req.get("interactive"):
@@ -168,7 +172,8 @@ def handle_batch(req, send, recv, base_vm):
     max_timeouts = int(req.get("max_timeouts", 0))
     limits = {"memory_limit_mb": mem, "cpu_s": float(req.get("call_cpu_s", 60.0)), "output_limit_mb": outmb}
     server = calls.CallServer(code_obj, setup_obj, req.get("entry_point"), limits, base_vm)
-    timeouts = 0
+    timeouts = size = 0
+    pending = []
     fatal = None
     try:
         for i, t in enumerate(req["tests"]):
@@ -186,7 +191,15 @@ def handle_batch(req, send, recv, base_vm):
                 if rec.get("fatal") and rec["status"] != "timeout":
                     fatal = rec
             timeouts += rec["status"] == "timeout"
-            send({"t": "rec", "i": i, "rec": rec})
+            # records go out in batches (one host wake-up per batch, not per test); a runner killed meanwhile loses
+            # the unsent ones, which then count as the program's failures: only the program can kill its runner
+            pending.append({"i": i, "rec": rec})
+            size += len(rec.get("stdout") or "") + len(rec.get("stderr") or "") + 256
+            if size > FLUSH_BYTES:
+                send({"t": "recs", "recs": pending})
+                pending, size = [], 0
+        if pending:
+            send({"t": "recs", "recs": pending})
         if req.get("interactive"):
             send({"t": "ready"})
             while True:
@@ -201,6 +214,7 @@ def handle_batch(req, send, recv, base_vm):
 
 
 def handle_run(req, send, base_vm):
+    """The ``run`` op: write ``files`` into the work dir, run the program once, send its record."""
     _clean_workdir()
     for name, b64 in (req.get("files") or {}).items():
         path = os.path.normpath(os.path.join(proc.WORKDIR, name))

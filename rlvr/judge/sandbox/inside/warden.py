@@ -105,11 +105,13 @@ def reap_all():
 
 
 def cpu_seconds():
+    """CPU seconds of the warden and of every process it reaped so far."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def main():
+    """Serve the control socket until the host closes it (module docstring)."""
     ctl = socket.socket(fileno=int(sys.argv[1]))
     LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     filtered = seccomp.install()
