@@ -59,7 +59,8 @@ def test_instances_of_submission_classes_stay_remote(judge):
 
 def test_exceptions_and_timeouts_of_the_candidate(judge):
     p = Problem(id="t/e", source="t", split="test", statement="", entry_point="f", time_limit_s=1.0, tests=[
-        {"kind": "assert", "code": "try:\n    f(-1)\n    raise AssertionError('no error')\nexcept ValueError:\n    pass\n"},
+        {"kind": "assert",
+         "code": "try:\n    f(-1)\n    raise AssertionError('no error')\nexcept ValueError:\n    pass\n"},
         {"kind": "assert", "code": "assert f(1) + 0 == 1"},
         {"kind": "assert", "code": "assert f(10 ** 9) + 0 == 0"},
     ])
