@@ -19,6 +19,8 @@ __all__ = ["Outcome", "Worker", "run_batch"]
 
 _DIED = {"status": "no_result", "message": "the submission's process ended before reporting this test"}
 _DRIVER_GRACE_S = 5.0
+SLACK_MB = 128  # cgroup memory above the problem's limit: warden, runner, interpreter baseline, page cache
+SLACK_JVM_MB = 512  # runtimes bounded by their own heap flag (the JVM's -Xmx) use more than the heap
 
 
 @dataclass
@@ -68,8 +70,13 @@ def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any]
     wall limits, seconds). ``hang_s``: hang detector for the runner's part, seconds. Raises :class:`SandboxError`
     only for infrastructure failures (see module docstring)."""
     out = Outcome()
-    oom0 = worker.runner.oom_kills()
     sess = _open(worker.runner)
+    # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not only
+    # each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
+    native = req.get("native") or {}
+    slack = SLACK_MB if native.get("as_limit", True) else SLACK_JVM_MB
+    worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
+    oom0 = worker.runner.oom_kills()
     restart = False
     try:
         if drive is not None:

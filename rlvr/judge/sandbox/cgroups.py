@@ -175,6 +175,24 @@ class SandboxCgroup:
                 (mem / "memory.memsw.limit_in_bytes").write_text(limit)
             (pids / "pids.max").write_text(str(pids_max))
 
+    def set_memory(self, memory_mb: int) -> None:
+        """Change the memory limit (MB) of a live cgroup (v1: memory and memory+swap in the order the kernel accepts).
+        Raises ``OSError`` when the kernel refuses it (usage above the new limit that cannot be reclaimed)."""
+        if not self.dirs:
+            return
+        limit = str(memory_mb << 20)
+        d = self.dirs[0]
+        if self.mode.name == "v2":
+            (d / "memory.max").write_text(limit)
+            return
+        memsw = d / "memory.memsw.limit_in_bytes"
+        lowering = memory_mb << 20 < int((d / "memory.limit_in_bytes").read_text())
+        order = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"]
+        for name in order if lowering else order[::-1]:
+            if name == "memory.memsw.limit_in_bytes" and not memsw.exists():
+                continue
+            (d / name).write_text(limit)
+
     def attach(self, pid: int) -> None:
         """Move process ``pid`` (and so everything it forks later) into the cgroup(s)."""
         for d in self.dirs:

@@ -136,6 +136,7 @@ class Sandbox:
         self._ctl: socket.socket | None = None
         self._cpu_base = 0.0
         self._cpu_last = 0.0
+        self._limit_mb = memory_mb
         self.pong: dict[str, Any] = {}
         self.uid = _UID_BASE + (os.getpid() % 500) * 16 + next(_UIDS) % 16
         self._lock = threading.Lock()
@@ -163,6 +164,7 @@ class Sandbox:
         if os.geteuid() == 0:
             kwargs.update(user=self.uid, group=self.uid, extra_groups=[])
         try:
+            self._limit_mb = self.memory_mb
             self._cg = SandboxCgroup(self.memory_mb, self.pids_max)
             cmd = ["/bin/sh", "-c", _GO, "sh", *argv(child.fileno(), self.tmp_mb)]
             self._proc = subprocess.Popen(
@@ -299,6 +301,18 @@ class Sandbox:
         """CPU seconds of this sandbox's wardens and every process they reaped (runners, tests), since creation,
         as reported after each submission."""
         return self._cpu_base + self._cpu_last
+
+    def limit_memory(self, memory_mb: int) -> None:
+        """Set this sandbox's cgroup memory limit for the next submission: ``memory_mb`` MB, at most the sandbox's
+        own ``memory_mb`` (no-op without cgroups or when unchanged; a refusal by the kernel keeps the old limit)."""
+        mb = max(64, min(int(memory_mb), self.memory_mb))
+        if self._cg is None or mb == self._limit_mb:
+            return
+        try:
+            self._cg.set_memory(mb)
+            self._limit_mb = mb
+        except OSError:
+            pass
 
     def memory_usage_mb(self) -> float:
         """Memory charged to this sandbox's cgroup now, MB (0.0 without cgroups)."""
