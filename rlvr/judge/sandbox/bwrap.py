@@ -88,5 +88,8 @@ def argv(ctl_fd: int, tmp_mb: int) -> list[str]:
     out += ["--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--chdir", "/tmp", "--clearenv"]
     for k, v in SANDBOX_ENV.items():
         out += ["--setenv", k, v]
-    out += [python, "-I", "-B", "/judge/inside/warden.py", str(ctl_fd)]
+    # not -I: it implies -E, which would drop PYTHONHASHSEED=0 and make set/dict-of-str orders differ between
+    # sandboxes (an expected value computed on one worker, compared on another); the environment is the fixed one
+    # above, so -E protects nothing here. -s: no user site; the script's own dir (/judge/inside) is read-only.
+    out += [python, "-s", "-B", "/judge/inside/warden.py", str(ctl_fd)]
     return out

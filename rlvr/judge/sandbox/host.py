@@ -138,7 +138,11 @@ class Sandbox:
         self._cpu_last = 0.0
         self._limit_mb = memory_mb
         self.pong: dict[str, Any] = {}
-        self.uid = _UID_BASE + (os.getpid() % 500) * 16 + next(_UIDS) % 16
+        # distinct per process and sandbox (64 per process: 32 workers with their driver sandboxes), so RLIMIT_NPROC
+        # counts one sandbox and no two sandboxes share a host uid
+        self.uid = _UID_BASE + (os.getpid() % 250) * 64 + next(_UIDS) % 64
+        if self.uid in (65534, 65535):  # the host's nobody/nogroup ids: never share them
+            self.uid += 16000
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle

@@ -87,6 +87,7 @@ def child_stdio(stdin_fd, out_fd, err_fd):
         stream.mode = mode
         stream.buffer.raw.name = name
     os.chdir(WORKDIR)
+    sys.path[:] = [p for p in sys.path if not p.startswith("/judge")]  # the program sees a plain interpreter's path
 
 
 def exit_code(exc):

@@ -1,4 +1,4 @@
-"""The warden: PID 1 of a sandbox's pid namespace; a fresh ``python3 -I`` that never receives submission data.
+"""The warden: PID 1 of a sandbox's pid namespace; a fresh ``python3 -s`` that never receives submission data.
 
 Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It preloads the modules
 programs use, makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/1/mem``, no ptrace attach) and
