@@ -73,7 +73,7 @@ def score(problem: Problem, test: Any, i: int, rec: dict[str, Any], judge: Any, 
     }
     failed = failure_verdict(rec, "assert" if converted is not None else test.kind, oom)
     if failed is not None:
-        return TestResult(verdict=failed[0], message=failed[1], **base)
+        return TestResult(verdict=failed[0], message=printable(str(failed[1]), 2000), **base)
     if isinstance(test, StdioTest):
         if rec.get("exit_code") not in (0, None):
             return TestResult(verdict="runtime_error", message=f"exit code {rec['exit_code']}", **base)
