@@ -77,9 +77,11 @@ print('CLEAN' if not found else 'FOUND ' + ' '.join(found))
 """
 
 
-def test_nothing_of_submission_a_reaches_submission_b(judge1):
-    a = judge1.judge(stdio(), LEAVE)
-    assert a.verdict == "accepted", (a.message, a.tests[0].stderr)
+@pytest.mark.parametrize("kill_runner", [False, True], ids=["runner_wipes", "runner_killed"])
+def test_nothing_of_submission_a_reaches_submission_b(judge1, kill_runner):
+    # runner_killed: A kills its runner after leaving everything, so the warden's wiper child has to clean up
+    a = judge1.judge(stdio(), LEAVE + ("import signal\nos.kill(os.getppid(), signal.SIGKILL)\n" if kill_runner else ""))
+    assert a.verdict == ("runtime_error" if kill_runner else "accepted"), (a.message, a.tests[0].stderr)
     b = judge1.judge(stdio(), CHECK)
     assert b.verdict == "accepted", b.tests[0].stdout
 

@@ -4,7 +4,7 @@ Standard library only (inside the sandbox). It reads ONE request frame from the 
 with frames on its response pipe, each carrying the request id; it never sees expected outputs. It compiles the
 code (or builds a native program in ``/tmp/build``) and runs every test in a child of its own (:mod:`proc`,
 :mod:`calls`). Its heap is the warden's, which never held submission data, so nothing of an earlier submission is in
-it; when it ends the warden kills what is left and wipes every writable place.
+it; as it ends it kills every other process and wipes every writable place (:mod:`wipe`).
 
 Ops (request ``op``):
   ``batch``: ``{"code", "native", "tests": [{"kind": "stdio", "stdin", "tl"} | {"kind": "call", "args", "kwargs",
@@ -29,6 +29,7 @@ import traceback
 
 import calls
 import proc
+import wipe
 import wire
 
 BUILD = "/tmp/build"
@@ -257,7 +258,7 @@ def main(rid, req_fd, resp_fd, base_vm):
         msg = wire.recv(req_fd)
         return msg if msg is not None and msg.get("id") == rid else None
 
-    code = 0
+    code = 1
     try:
         req = recv()
         if req is not None:
@@ -274,11 +275,12 @@ def main(rid, req_fd, resp_fd, base_vm):
                 send({"t": "error", "msg": f"unknown op {op!r}"})
             send({"t": "done"})
     except BrokenPipeError:
-        code = 1
+        pass
     except BaseException as exc:  # a runner bug: reported, the host treats it as infrastructure
         try:
             send({"t": "error", "msg": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-2000:]})
         except OSError:
             pass
-        code = 1
+    finally:
+        code = wipe.wipe_all()  # exit code CLEAN_EXIT tells the warden that nothing of this submission is left
     os._exit(code)

@@ -10,11 +10,14 @@ Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the h
   ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int}``
   ``{"op": "sub", "id"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
   ``{"t": "ack", "id"}`` once no other process is left; then it forks the runner (:mod:`runner`), which owns the
-  fds, reaps it and every orphan, kills every process left, wipes every writable place (``/tmp`` with the build and
-  work dirs, ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects) and answers ``{"t": "done", "id", "cpu_s"}``
+  fds, reaps it and every orphan, kills every process left and answers ``{"t": "done", "id", "cpu_s"}``
   (``cpu_s``: CPU seconds of the warden and every process it reaped so far, which includes the runner's waited-for
   children). The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
-A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the next submission.
+Every writable place (``/tmp`` with the build and work dirs, ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects) is
+wiped by the runner itself as it ends (:mod:`wipe`), or, when the submission killed its runner first, by a child the
+warden forks for it: the warden never lists a name a submission created, so none of it can linger in the heap the
+next runner inherits. A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the
+next submission.
 """
 
 import ctypes
@@ -24,13 +27,13 @@ import os
 import resource
 import signal
 import socket
-import stat
 import sys
 
 sys.path[:0] = ["/judge/inside", "/judge"]
 
 import proc  # noqa: E402
 import seccomp  # noqa: E402
+import wipe  # noqa: E402
 
 # What programs commonly import, preloaded so that test children do not pay for it. Deliberately not more: fork()
 # of this process is paid once per test, and its cost grows with the resident heap (measured on the 2-vCPU VM of
@@ -48,48 +51,7 @@ for _name in (
 
 import runner  # noqa: E402
 
-WIPE = ("/tmp", "/dev/shm", "/dev/mqueue")
 LIBC = ctypes.CDLL(None, use_errno=True)
-
-
-def _chmod_tree(path, depth=0):
-    st = os.lstat(path)
-    if stat.S_ISDIR(st.st_mode):
-        if st.st_mode & 0o700 != 0o700:
-            os.chmod(path, 0o700)
-        if depth > 5000:
-            raise RuntimeError("directory tree too deep to wipe")
-        for name in os.listdir(path):
-            _chmod_tree(os.path.join(path, name), depth + 1)
-
-
-def wipe():
-    """Remove everything under the writable places and every SysV IPC object; raises when something stays."""
-    for top in WIPE:
-        if not os.path.isdir(top):
-            continue
-        for name in os.listdir(top):
-            path = os.path.join(top, name)
-            if path == proc.WORKDIR and not os.path.islink(path) and os.path.isdir(path) and not os.listdir(path):
-                continue
-            if os.path.isdir(path) and not os.path.islink(path):
-                _chmod_tree(path)
-                import shutil
-
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-    for kind, rm in (("shm", lambda i: LIBC.shmctl(i, 0, None)), ("msg", lambda i: LIBC.msgctl(i, 0, None)),
-                     ("sem", lambda i: LIBC.semctl(i, 0, 0))):
-        try:
-            with open(f"/proc/sysvipc/{kind}") as fh:
-                rows = fh.read().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            if rm(int(row.split()[1])) != 0:
-                raise RuntimeError(f"cannot remove SysV {kind} {row.split()[1]}")
-    os.makedirs(proc.WORKDIR, exist_ok=True)
 
 
 def reap_all():
@@ -148,17 +110,24 @@ def main():
                 os._exit(1)
         for fd in fds:
             os.close(fd)
+        clean = False
         while True:  # reap orphans too, until the runner itself is gone
             try:
-                done, _status, _ru = os.wait4(-1, 0)
+                done, status, _ru = os.wait4(-1, 0)
             except InterruptedError:
                 continue
             except ChildProcessError:
                 break
             if done == pid:
+                clean = os.waitstatus_to_exitcode(status) == wipe.CLEAN_EXIT
                 break
         reap_all()
-        wipe()  # right away, so that nothing of it (files, /dev/shm pages) outlives the submission
+        if not clean:  # the runner was killed before it could wipe: a child of ours does it
+            wiper = os.fork()
+            if wiper == 0:
+                os._exit(wipe.wipe_all())
+            if os.waitstatus_to_exitcode(os.waitpid(wiper, 0)[1]) != wipe.CLEAN_EXIT:
+                return  # a place that cannot be cleaned is never handed to another submission
         ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
 
 
