@@ -1,11 +1,16 @@
-"""The embedded judge: a pool of warm bubblewrap sandboxes that turns (problem, solution) into verdicts.
+"""The embedded judge: a pool of workers (a warm submission sandbox + a driver sandbox each) turning (problem,
+solution) into verdicts.
 
-All tests of one submission run inside one sandbox in a single request (forked from a warm interpreter), like
-ScaleBox's ``common_evaluate_batch``; verdicts are decided here on the host, where the expected outputs live.
+All tests of one submission run in one fresh runner of the worker's sandbox (:mod:`rlvr.judge.submit`); verdicts are
+decided here on the host, where the expected outputs live (:mod:`rlvr.judge.scoring`). Assert tests of the shape
+``assert f(x) == literal`` run as host-compared calls (:mod:`rlvr.judge.asserts`); the others run in the worker's
+driver sandbox with the candidate as a remote function. Design and limits: ``docs/judge/threat-model.md``.
 """
 
 from __future__ import annotations
 
+import base64
+import logging
 import os
 import queue
 import shutil
@@ -18,19 +23,20 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from rlvr.config import RuntimeSettings
-from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
-from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
+from rlvr.data.schema import CallTest, Problem, StdioTest
+from rlvr.judge.asserts import as_call, driver_request
 from rlvr.judge.languages import Language, get_language
 from rlvr.judge.sandbox import Sandbox, SandboxError
+from rlvr.judge.sandbox.cgroups import detect
+from rlvr.judge.scoring import failure_verdict, printable, score
+from rlvr.judge.submit import Worker, run_batch
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
-__all__ = ["JUDGE_VERSION", "Judge", "RunResult"]
+__all__ = ["JUDGE_VERSION", "Judge", "RunResult", "host_memory_available_mb"]
 
-JUDGE_VERSION = "rlvr-judge/1"
+JUDGE_VERSION = "rlvr-judge/2"
 _T = TypeVar("_T")
-_REPORT_STDOUT = 1000
-_REPORT_STDERR = 2000
-_SIGNAL_NAMES = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 8: "SIGFPE"}
+log = logging.getLogger(__name__)
 
 
 class RunResult(BaseModel):
@@ -49,38 +55,24 @@ class RunResult(BaseModel):
     cpu_s: float = 0.0
 
 
-def _failure_verdict(rec: dict[str, Any], kind: str) -> tuple[Verdict, str] | None:
-    """Map a harness record to a failing verdict, or None when the process ran to completion."""
-    status = rec.get("status")
-    if status in ("timeout", "skipped"):
-        return "timeout", rec.get("message") or "time limit exceeded"
-    if status == "exception":
-        exc = rec.get("exc_type", "")
-        msg = rec.get("message", "")
-        if exc == "MemoryError":
-            return "memory_limit", "memory limit exceeded (MemoryError)"
-        if kind == "assert" and exc == "AssertionError":
-            return "wrong_answer", "assertion failed"
-        if exc == "GuardViolation":
-            return "wrong_answer", msg
-        return "runtime_error", msg or exc
-    if status == "signal":
-        sig = rec.get("signal")
-        return "runtime_error", f"killed by signal {_SIGNAL_NAMES.get(sig, sig)}"
-    if status == "no_result":
-        return "runtime_error", rec.get("message") or "the program exited before the test could report"
-    if status != "ok":
-        return "sandbox_error", f"unknown harness status {status!r}"
-    return None
+def host_memory_available_mb() -> int:
+    """``MemAvailable`` of /proc/meminfo, MB (0 when unreadable)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _native(lang: Language) -> dict[str, Any] | None:
-    """The harness's ``native`` block for a compiled language (None for Python, which runs in-process)."""
+    """The runner's ``native`` block for a compiled language (None for Python, which runs in the warm runner)."""
     if lang.compile is None and lang.name == "python":
         return None
 
     def resolved(argv: tuple[str, ...]) -> list[str]:
-        # /usr/bin/javac → /etc/alternatives/… → /usr/lib/jvm/…: /etc is not in the sandbox, the real path is
         first = argv[0]
         if not first.startswith("./"):
             first = os.path.realpath(shutil.which(first, path="/usr/bin:/usr/local/bin") or first)
@@ -96,38 +88,74 @@ def _native(lang: Language) -> dict[str, Any] | None:
     }
 
 
+def _tl(problem: Problem, test: Any) -> float:
+    """Wall limit of one test, seconds: the test's own ``time_limit_s`` when set, else the problem's."""
+    own = getattr(test, "time_limit_s", None)
+    return float(own) if own else float(problem.time_limit_s)
+
+
+def _check_run_args(timeout_s: float, memory_limit_mb: int, files: dict[str, bytes] | None) -> None:
+    if not isinstance(timeout_s, (int, float)) or not 0 < timeout_s <= 3600:  # NaN fails both comparisons
+        raise ValueError(f"timeout_s: must be in (0, 3600] seconds, got {timeout_s!r}")
+    if not isinstance(memory_limit_mb, int) or not 16 <= memory_limit_mb <= 65536:
+        raise ValueError(f"memory_limit_mb: must be an integer in [16, 65536], got {memory_limit_mb!r}")
+    for name in files or {}:
+        parts = str(name).split("/")
+        if not name or name.startswith("/") or ".." in parts or "\0" in name:
+            raise ValueError(f"files: bad file name {name!r} (relative, no '..', no NUL)")
+
+
 class Judge:
-    """Embedded judge over a pool of warm sandboxes.
+    """Embedded judge over a pool of workers.
 
     Args:
-        workers: concurrent sandboxes (default ``RLVR_SANDBOX_WORKERS`` or the CPU count).
+        workers: concurrent workers (default ``RLVR_SANDBOX_WORKERS`` or the CPU count).
         max_timeouts: after this many timed-out tests of one submission the rest are not run and count as
-            timeouts (bounds a worker's time on hopeless submissions; 0 = run every test).
+            timeouts (0 = run every test).
         output_limit_mb: cap on a test's stdout/stderr file size, MB (larger output: runtime_error).
-    Thread-safe; use as a context manager or call :meth:`close`.
+        sandbox_memory_mb: cgroup memory limit over one submission sandbox (all its processes + tmpfs/shm), MB.
+        driver_memory_mb: the same for a driver sandbox, MB.
+    ``workers × (sandbox_memory_mb + driver_memory_mb)`` must fit the host's ``MemAvailable`` when cgroups are active:
+    otherwise ``sandbox_memory_mb`` is lowered to fit (logged as a warning), and ``ValueError`` is raised when that
+    would leave less than 512 MB per sandbox. Thread-safe; use as a context manager or call :meth:`close`.
     """
 
-    def __init__(self, workers: int | None = None, max_timeouts: int = 3, output_limit_mb: int = 16) -> None:
+    def __init__(self, workers: int | None = None, max_timeouts: int = 3, output_limit_mb: int = 16,
+                 sandbox_memory_mb: int = 2048, driver_memory_mb: int = 512) -> None:
         n = workers or RuntimeSettings().sandbox_workers or os.cpu_count() or 1
         self.workers = n
         self.max_timeouts = max_timeouts
         self.output_limit_mb = output_limit_mb
-        self._idle: queue.Queue[Sandbox] = queue.Queue()
-        self._all = [Sandbox() for _ in range(n)]
-        for sb in self._all:
-            self._idle.put(sb)
+        mode = detect()
+        avail = host_memory_available_mb()
+        if mode.name != "none" and avail and n * (sandbox_memory_mb + driver_memory_mb) > avail:
+            fit = avail // n - driver_memory_mb
+            if fit < 512:
+                raise ValueError(f"{n} judge workers need {n * (512 + driver_memory_mb)} MB at least; the host has "
+                                 f"{avail} MB available: use fewer workers (RLVR_SANDBOX_WORKERS)")
+            log.warning("judge: %d workers x %d MB exceed MemAvailable %d MB; sandbox memory lowered to %d MB",
+                        n, sandbox_memory_mb + driver_memory_mb, avail, fit)
+            sandbox_memory_mb = fit
+        self.sandbox_memory_mb, self.driver_memory_mb = sandbox_memory_mb, driver_memory_mb
+        self._idle: queue.Queue[Worker] = queue.Queue()
+        self._all = [
+            Worker(Sandbox(memory_mb=sandbox_memory_mb), lambda: Sandbox(tmp_mb=64, memory_mb=driver_memory_mb))
+            for _ in range(n)
+        ]
+        for w in self._all:
+            self._idle.put(w)
         self._executor = ThreadPoolExecutor(max_workers=n, thread_name_prefix="rlvr-judge")
         self._closed = threading.Event()
 
     # ------------------------------------------------------------------ plumbing
-    def _with_sandbox(self, fn: Callable[[Sandbox], _T]) -> _T:
+    def _with_worker(self, fn: Callable[[Worker], _T]) -> _T:
         if self._closed.is_set():
             raise RuntimeError("judge is closed")
-        sb = self._idle.get()
+        w = self._idle.get()
         try:
-            return fn(sb)
+            return fn(w)
         finally:
-            self._idle.put(sb)
+            self._idle.put(w)
 
     @property
     def closed(self) -> bool:
@@ -135,8 +163,27 @@ class Judge:
         return self._closed.is_set()
 
     def sandbox_cpu_seconds(self) -> float:
-        """CPU seconds used inside the running sandboxes so far (harnesses + test processes), for benchmarks."""
-        return sum(sb.cpu_seconds() for sb in self._all)
+        """CPU seconds used inside every sandbox so far (wardens, runners, test processes, drivers), for benchmarks;
+        updated at the end of each submission."""
+        return sum(w.runner.cpu_seconds() + (w.driver.cpu_seconds() if w.driver else 0.0) for w in self._all)
+
+    def isolation_info(self) -> dict[str, Any]:
+        """What isolation is active: ``cgroup`` mode (``v2``/``v1``/``none``) and why a better one was not used,
+        per-sandbox memory (MB) and pids limits, whether the seccomp filter loaded and the warden is non-dumpable
+        (known once a sandbox has started), and whether sandboxes get their own host uids (root only)."""
+        mode = detect()
+        pong = next((w.runner.pong for w in self._all if w.runner.pong), {})
+        return {
+            "cgroup": mode.name,
+            "cgroup_reason": mode.reason,
+            "sandbox_memory_mb": self.sandbox_memory_mb if mode.name != "none" else None,
+            "driver_memory_mb": self.driver_memory_mb if mode.name != "none" else None,
+            "pids_max": self._all[0].runner.pids_max if mode.name != "none" else None,
+            "seccomp": pong.get("seccomp"),
+            "warden_dumpable": pong.get("dumpable"),
+            "per_sandbox_uid": os.geteuid() == 0,
+            "empty_environment": True,
+        }
 
     def close(self) -> None:
         """Stop every sandbox (idempotent)."""
@@ -144,8 +191,8 @@ class Judge:
             return
         self._closed.set()
         self._executor.shutdown(wait=True)
-        for sb in self._all:
-            sb.close()
+        for w in self._all:
+            w.close()
 
     def __enter__(self) -> Judge:
         return self
@@ -154,116 +201,71 @@ class Judge:
         self.close()
 
     # ------------------------------------------------------------------ judging
-    def _batch_request(
-        self, problem: Problem, solution: str, tests: Sequence[Any], language: str = "python"
-    ) -> dict[str, Any]:
-        payload = []
-        for t in tests:
-            if isinstance(t, StdioTest):
-                payload.append({"kind": "stdio", "stdin": t.stdin})
-            elif isinstance(t, CallTest):
-                payload.append({"kind": "call", "args": t.args})
-            else:
-                payload.append({"kind": "assert", "code": t.code})
+    def _plan(self, problem: Problem, solution: str, tests: Sequence[Any], language: str) -> dict[str, Any]:
+        """Split ``tests`` into the runner's batch (stdio, call, converted asserts) and the driver's asserts."""
         lang = get_language(language)
-        code = (
-            f"{problem.solution_prefix}\n{solution}" if problem.solution_prefix and lang.name == "python" else solution
+        prefix = problem.solution_prefix if lang.name == "python" else ""
+        code = f"{prefix}\n{solution}" if prefix else solution
+        batch, where, converted, drive_codes, drive_tls = [], [], {}, [], []
+        for i, t in enumerate(tests):
+            tl = _tl(problem, t)
+            if isinstance(t, StdioTest):
+                batch.append({"kind": "stdio", "stdin": t.stdin, "tl": tl})
+            elif isinstance(t, CallTest):
+                batch.append({"kind": "call", "args": t.args, "tl": tl})
+            else:
+                conv = as_call(t.code, problem.entry_point)
+                if conv is not None:
+                    batch.append({"kind": "call", "args": conv.args, "kwargs": conv.kwargs, "tl": tl})
+                    converted[i] = conv.expected
+                else:
+                    where.append(("d", len(drive_codes)))
+                    drive_codes.append(t.code)
+                    drive_tls.append(tl)
+                    continue
+            where.append(("b", len(batch) - 1))
+        req = {
+            "op": "batch", "native": _native(lang), "code": code, "tests": batch, "entry_point": problem.entry_point,
+            "test_setup": problem.test_setup, "memory_limit_mb": problem.memory_limit_mb,
+            "output_limit_mb": self.output_limit_mb, "max_timeouts": self.max_timeouts,
+            "call_cpu_s": sum(_tl(problem, t) for t in tests) + 1.0,
+        }
+        drive = driver_request(problem, drive_codes, self.max_timeouts) if drive_codes else None
+        hang = sum(_tl(problem, t) + 2.0 for t in tests) + 60.0
+        return {"req": req, "n": len(batch), "drive": drive, "tls": drive_tls, "hang": hang, "where": where,
+                "converted": converted}
+
+    def _run(self, problem: Problem, solution: str, tests: Sequence[Any], language: str) -> Any:
+        plan = self._plan(problem, solution, tests, language)
+        return plan, self._with_worker(
+            lambda w: run_batch(w, plan["req"], plan["n"], plan["drive"], plan["tls"], plan["hang"])
         )
-        return {
-            "native": _native(lang),
-            "op": "batch",
-            "code": code,
-            "tests": payload,
-            "entry_point": problem.entry_point,
-            "test_setup": problem.test_setup,
-            "time_limit_s": problem.time_limit_s,
-            "memory_limit_mb": problem.memory_limit_mb,
-            "output_limit_mb": self.output_limit_mb,
-            "max_timeouts": self.max_timeouts,
-        }
-
-    def _hang_timeout(self, problem: Problem, n_tests: int) -> float:
-        return n_tests * (problem.time_limit_s + 2.0) + 60.0
-
-    def _score(self, problem: Problem, test: Any, i: int, rec: dict[str, Any]) -> TestResult:
-        base = {
-            "index": i,
-            "time_s": float(rec.get("wall_s") or 0.0),
-            "cpu_s": float(rec.get("cpu_s") or 0.0),
-            "exit_code": rec.get("exit_code"),
-            "stdout": (rec.get("stdout") or "")[:_REPORT_STDOUT],
-            "stderr": (rec.get("stderr") or "")[-_REPORT_STDERR:],
-        }
-        failed = _failure_verdict(rec, test.kind)
-        if failed is not None:
-            return TestResult(verdict=failed[0], message=failed[1], **base)
-        if isinstance(test, StdioTest):
-            if rec.get("exit_code") not in (0, None):
-                return TestResult(verdict="runtime_error", message=f"exit code {rec['exit_code']}", **base)
-            if rec.get("stdout_truncated"):
-                return TestResult(verdict="wrong_answer", message="output larger than the output cap", **base)
-            actual = rec.get("stdout") or ""
-            if problem.checker is not None:  # runs in a sandbox of its own: never call this while holding one
-                from rlvr.judge.checkers import CheckerError, check_output
-
-                try:
-                    out = check_output(self, problem.checker, test.stdin, test.stdout, actual)
-                except CheckerError as exc:
-                    return TestResult(verdict="sandbox_error", message=str(exc)[:2000], **base)
-                if out.accepted:
-                    return TestResult(verdict="accepted", **base)
-                return TestResult(verdict="wrong_answer", message=out.message[:500], **base)
-            if compare_stdout(test.stdout, actual, problem.float_tolerance):
-                return TestResult(verdict="accepted", **base)
-            return TestResult(verdict="wrong_answer", message=first_difference(test.stdout, actual), **base)
-        if isinstance(test, CallTest):
-            if test.expected is None:
-                return TestResult(verdict="sandbox_error", message="test has no expected output", **base)
-            try:
-                actual = parse_literal(rec.get("value", ""))
-            except ValueError:
-                return TestResult(verdict="wrong_answer", message="return value could not be read back", **base)
-            expected = parse_literal(test.expected)
-            if values_equal(expected, actual, test.atol):
-                return TestResult(verdict="accepted", **base)
-            got = rec.get("value", "")
-            return TestResult(verdict="wrong_answer", message=f"returned {got[:80]}", **base)
-        assert isinstance(test, AssertTest)
-        return TestResult(verdict="accepted", **base)
-
-    def _judge_in(self, sb: Sandbox, problem: Problem, solution: str, language: str) -> JudgeResult | dict[str, Any]:
-        """Run the batch in ``sb``: a final JudgeResult (sandbox/compile failure) or the harness response to score
-        after the sandbox is back in the pool (checkers need a sandbox of their own)."""
-        t0 = time.monotonic()
-        tests = problem.tests
-        try:
-            req = self._batch_request(problem, solution, tests, language)
-            resp = sb.request(req, self._hang_timeout(problem, len(tests)))
-        except SandboxError as exc:
-            msg = f"sandbox failure: {exc}"[:2000]
-            results = [TestResult(index=i, verdict="sandbox_error", message=msg) for i in range(len(tests))]
-            return summarise(results, time.monotonic() - t0, msg)
-        if "compile_error" in resp:
-            msg = resp["compile_error"][-2000:]
-            results = [TestResult(index=i, verdict="syntax_error", message=msg) for i in range(len(tests))]
-            return summarise(results, time.monotonic() - t0, msg)
-        return resp
 
     def judge(self, problem: Problem, solution: str, language: str = "python") -> JudgeResult:
         """Judge one complete program against every test of ``problem``.
 
         ``solution`` is the full program (function problems: the code including the ``def``); the judge prepends
-        ``problem.solution_prefix`` and runs ``problem.test_setup`` before call/assert tests. ``language``: a name
-        of :mod:`rlvr.judge.languages` (compiled languages: stdin/stdout tests only; compile errors are
-        ``syntax_error``). Never raises for the program's failures; infrastructure failures become
-        ``sandbox_error``. Raises :class:`~rlvr.judge.languages.UnknownLanguageError` for an unavailable language."""
+        ``problem.solution_prefix``. ``language``: a name of :mod:`rlvr.judge.languages` (compiled languages:
+        stdin/stdout tests only; compile errors are ``syntax_error``). Never raises for the program's failures;
+        infrastructure failures become ``sandbox_error``. Raises :class:`~rlvr.judge.languages.UnknownLanguageError`
+        for an unavailable language."""
         get_language(language)
         t0 = time.monotonic()
-        got = self._with_sandbox(lambda sb: self._judge_in(sb, problem, solution, language))
-        if isinstance(got, JudgeResult):
-            return got
-        pairs = zip(problem.tests, got["results"], strict=True)
-        results = [self._score(problem, t, i, rec) for i, (t, rec) in enumerate(pairs)]
+        tests = problem.tests
+        try:
+            plan, out = self._run(problem, solution, tests, language)
+        except SandboxError as exc:
+            msg = f"sandbox failure: {exc}"[:2000]
+            results = [TestResult(index=i, verdict="sandbox_error", message=msg) for i in range(len(tests))]
+            return summarise(results, time.monotonic() - t0, msg)
+        if out.compile_error is not None:
+            msg = printable(out.compile_error, 2000, tail=True)
+            results = [TestResult(index=i, verdict="syntax_error", message=msg) for i in range(len(tests))]
+            return summarise(results, time.monotonic() - t0, msg)
+        results = []
+        for i, (t, (side, j)) in enumerate(zip(tests, plan["where"], strict=True)):
+            rec = out.batch[j] if side == "b" else out.asserts[j]
+            results.append(score(problem, t, i, rec, self, out.oom, plan["converted"].get(i)))
         first_fail = next((r for r in results if r.verdict != "accepted"), None)
         return summarise(results, time.monotonic() - t0, first_fail.message if first_fail else "")
 
@@ -273,72 +275,58 @@ class Judge:
         return [f.result() for f in futures]
 
     def call_outputs(self, problem: Problem, solution: str) -> list[str | None]:
-        """For each call test of ``problem``, ``repr`` of what ``solution`` returns (exact builtin types only), or
-        ``None`` where it failed (exception, timeout, non-builtin value). Used to fill ``CallTest.expected`` from
+        """For each call test of ``problem``, the literal of what ``solution`` returns (plain values only), or
+        ``None`` where it failed (exception, timeout, unserialisable value). Used to fill ``CallTest.expected`` from
         the canonical solution, the EvalPlus way. Raises :class:`SandboxError` on infrastructure failure or
         ``ValueError`` if the solution does not compile."""
         calls = [t for t in problem.tests if isinstance(t, CallTest)]
         if not calls:
             return []
-        req = self._batch_request(problem, solution, calls)
-        req["max_timeouts"] = 0
-        resp = self._with_sandbox(lambda sb: sb.request(req, self._hang_timeout(problem, len(calls))))
-        if "compile_error" in resp:
-            raise ValueError(f"{problem.id}: solution does not compile: {resp['compile_error']}")
-        return [rec.get("value") if rec.get("status") == "ok" else None for rec in resp["results"]]
+        plan = self._plan(problem, solution, calls, "python")
+        plan["req"]["max_timeouts"] = 0
+        out = self._with_worker(lambda w: run_batch(w, plan["req"], plan["n"], None, [], plan["hang"]))
+        if out.compile_error is not None:
+            raise ValueError(f"{problem.id}: solution does not compile: {out.compile_error}")
+        return [rec.get("value") if rec.get("status") == "ok" else None for _, rec in sorted(out.batch.items())]
 
-    def run_code(
-        self,
-        code: str,
-        stdin: str = "",
-        timeout_s: float = 10.0,
-        memory_limit_mb: int = 1024,
-        files: dict[str, bytes] | None = None,
-        language: str = "python",
-    ) -> RunResult:
+    def run_code(self, code: str, stdin: str = "", timeout_s: float = 10.0, memory_limit_mb: int = 1024,
+                 files: dict[str, bytes] | None = None, language: str = "python") -> RunResult:
         """Run one program once (SandboxFusion ``/run_code``): ``stdin`` text in, stdout/stderr out.
 
         ``timeout_s``: wall-clock limit, seconds. ``memory_limit_mb``: address-space limit, MB. ``files``: name →
         content, written into the program's working directory first. ``language``: see :mod:`rlvr.judge.languages`
         (raises ``UnknownLanguageError`` when unavailable); a compile error gives verdict ``syntax_error`` with the
-        compiler's message in ``stderr``."""
-        import base64
-
+        compiler's message in ``stderr``. A fresh runner like any submission. Raises ``ValueError`` naming the field
+        for a ``timeout_s`` outside (0, 3600], a ``memory_limit_mb`` outside [16, 65536] or a file name that is
+        absolute, empty or climbs out of the working directory."""
+        _check_run_args(timeout_s, memory_limit_mb, files)
         req = {
-            "native": _native(get_language(language)),
-            "op": "run",
-            "code": code,
-            "stdin": stdin,
-            "timeout_s": timeout_s,
-            "memory_limit_mb": memory_limit_mb,
-            "output_limit_mb": self.output_limit_mb,
+            "native": _native(get_language(language)), "op": "run", "code": code, "stdin": stdin,
+            "timeout_s": timeout_s, "memory_limit_mb": memory_limit_mb, "output_limit_mb": self.output_limit_mb,
             "files": {k: base64.b64encode(v).decode() for k, v in (files or {}).items()},
         }
         try:
-            resp = self._with_sandbox(lambda sb: sb.request(req, timeout_s + 60.0))
+            out = self._with_worker(lambda w: run_batch(w, req, 0, None, [], timeout_s + 60.0))
         except SandboxError as exc:
             return RunResult(status="Error", verdict="sandbox_error", stderr=str(exc)[:2000])
-        if "compile_error" in resp:
-            return RunResult(status="Finished", verdict="syntax_error", stderr=resp["compile_error"])
-        rec = resp["result"]
-        failed = _failure_verdict(rec, "stdio")
+        if out.compile_error is not None:
+            return RunResult(status="Finished", verdict="syntax_error", stderr=printable(out.compile_error, 4000))
+        rec = out.result or {"status": "no_result", "message": "the program's process ended without a result"}
+        failed = failure_verdict(rec, "stdio", out.oom)
         verdict: Verdict
         if failed is not None:
             verdict = failed[0]
         elif rec.get("exit_code") not in (0, None):
-            verdict = (
-                "syntax_error"
-                if "SyntaxError" in (rec.get("stderr") or "") and rec.get("wall_s") == 0.0
-                else ("runtime_error")
-            )
+            syntax = "SyntaxError" in (rec.get("stderr") or "") and rec.get("wall_s") == 0.0
+            verdict = "syntax_error" if syntax else "runtime_error"
         else:
             verdict = "accepted"
         return RunResult(
             status="TimeLimitExceeded" if verdict == "timeout" else "Finished",
             verdict=verdict,
-            exit_code=rec.get("exit_code"),
-            stdout=rec.get("stdout") or "",
-            stderr=rec.get("stderr") or "",
+            exit_code=rec.get("exit_code") if isinstance(rec.get("exit_code"), int) else None,
+            stdout=printable(rec.get("stdout"), 1 << 24),
+            stderr=printable(rec.get("stderr") or rec.get("message"), 1 << 20),
             time_s=float(rec.get("wall_s") or 0.0),
             cpu_s=float(rec.get("cpu_s") or 0.0),
         )

@@ -1,6 +1,6 @@
 """The judge's language table: how each language is compiled and run inside the sandbox.
 
-Python runs in-process in the warm harness (fork per test, no exec). Every other language is compiled once per
+Python runs in a child forked from the submission's warm runner (no exec). Every other language is compiled once per
 submission inside the sandbox (compile errors → verdict ``syntax_error`` with the compiler's message) and its binary is
 exec'd per test from a forked child. A language is available only when its toolchain is a system package under
 ``/usr`` (the sandbox binds nothing else): Debian's ``g++``/``gcc``, ``default-jdk-headless``, ``golang-go``,

@@ -1,4 +1,5 @@
-"""Assert/call tests run in the submission's process: frame introspection must be closed, stdlib must still work."""
+"""Behaviour kept from the old in-process guards: stdlib class factories work in call/assert tests, and a candidate
+that looks for its caller's expected constants finds nothing (assert tests now run in the separate driver sandbox)."""
 
 from __future__ import annotations
 

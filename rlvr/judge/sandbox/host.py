@@ -1,0 +1,334 @@
+"""A warm bubblewrap sandbox and the host's end of its per-submission channels.
+
+One sandbox per worker stays up (a fresh bwrap or ``python`` per submission costs 11–27 ms, far above the per-test
+budget); inside it the warden (:mod:`rlvr.judge.sandbox.inside.warden`, PID 1) never receives submission data. Per
+submission the host makes two fresh pipes, hands the sandbox ends to the warden over a ``SOCK_SEQPACKET`` control
+socket (``socket.send_fds``, SCM_RIGHTS) with a fresh request id, waits for the warden's ``ack`` (leftovers killed,
+writable places wiped), then talks to the runner the warden forked on those pipes only (:class:`Session`). Frames
+carry the id and are size-capped; the pipes are closed after the request, so no output can cross requests.
+
+Start: bwrap is launched with an EMPTY environment through ``sh -c 'read; exec bwrap …'`` that waits until the host
+has put its pid into the sandbox's cgroup (:mod:`rlvr.judge.sandbox.cgroups`), so bwrap and everything it forks are
+charged there. As root, bwrap runs as a host uid of its own (``61000+``, one per sandbox) so ``RLIMIT_NPROC`` counts
+one sandbox and nothing in one sandbox shares a uid with another sandbox or the host.
+
+No zombies, whatever the host's PID 1 does: the warden is PID 1 of the sandbox's pid namespace and the only child of
+the outer bwrap. Every close SIGKILLs it *first*, so the kernel kills the whole namespace and the outer bwrap, our
+child, reaps it and exits; then the outer bwrap is killed and waited for. If the outer one dies first (killed from
+outside), the warden is orphaned to the nearest child subreaper
+(:func:`~rlvr.judge.sandbox.procs.enable_child_subreaper`, set by ``rlvr sandbox serve`` and the Ray actors), else
+PID 1; :meth:`Sandbox.close` reaps the pid it recorded.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from typing import Any
+
+from rlvr.judge.sandbox.bwrap import SandboxError, argv
+from rlvr.judge.sandbox.cgroups import SandboxCgroup
+from rlvr.judge.sandbox.procs import children, proc_stat
+
+__all__ = ["FRAME_CAP", "Sandbox", "Session", "SessionTimeout"]
+
+FRAME_CAP = 64 << 20  # bytes of one response frame; a longer claimed length ends the session
+_UIDS = itertools.count()
+_UID_BASE = 61000
+_GO = 'read x; exec "$@" </dev/null'  # waits (on stdin, a pipe) until the host has put it into the cgroup
+
+
+class SessionTimeout(Exception):
+    """The runner did not answer before the deadline (the sandbox is then restarted)."""
+
+
+class Session:
+    """The host's end of one submission's channel: a request pipe (host writes) and a response pipe (host reads).
+
+    :meth:`recv` returns the next frame with this session's id, or ``None`` when the runner is gone (EOF), sent a
+    frame over :data:`FRAME_CAP` bytes or a frame that is not JSON, or sent another id; all of them end the session."""
+
+    def __init__(self, rid: str, w: int, r: int) -> None:
+        self.rid, self._w, self._r = rid, w, r
+        self._buf = bytearray()
+        self.broken = False
+
+    def send(self, obj: dict[str, Any]) -> bool:
+        """Write one frame (adds the id); False when the runner is gone."""
+        if self.broken:
+            return False
+        data = json.dumps({**obj, "id": self.rid}).encode()
+        view = memoryview(struct.pack(">Q", len(data)) + data)
+        try:
+            while view:
+                view = view[os.write(self._w, view) :]
+        except OSError:
+            self.broken = True
+            return False
+        return True
+
+    def _read(self, n: int, deadline: float) -> bytes | None:
+        buf = self._buf
+        while len(buf) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self._r], [], [], remaining)[0]:
+                raise SessionTimeout("the submission's runner did not answer in time")
+            chunk = os.read(self._r, max(n - len(buf), 1 << 16))  # what is there: usually several frames at once
+            if not chunk:
+                return None
+            buf += chunk
+        out = bytes(buf[:n])
+        del buf[:n]
+        return out
+
+    def recv(self, deadline: float) -> dict[str, Any] | None:
+        """Next frame before ``deadline`` (monotonic seconds); raises :class:`SessionTimeout` after it."""
+        if self.broken:
+            return None
+        head = self._read(8, deadline)
+        size = struct.unpack(">Q", head)[0] if head is not None else FRAME_CAP + 1
+        body = self._read(size, deadline) if size <= FRAME_CAP else None
+        try:
+            obj = json.loads(body) if body is not None else None
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict) or obj.get("id") != self.rid:
+            self.broken = True
+            return None
+        return obj
+
+    def close(self) -> None:
+        """Close both pipes (idempotent)."""
+        for fd in (self._w, self._r):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._w = self._r = -1
+        self.broken = True
+
+
+class Sandbox:
+    """One warm bubblewrap sandbox; not thread-safe (a :class:`~rlvr.judge.core.Judge` hands each sandbox to one
+    thread at a time).
+
+    Args:
+        tmp_mb: size cap of the private ``/tmp`` tmpfs, MB.
+        memory_mb: cgroup memory limit over the whole sandbox (processes + tmpfs/shm), MB (ignored without cgroups).
+        pids_max: cgroup process limit of the sandbox.
+    """
+
+    def __init__(self, tmp_mb: int = 256, memory_mb: int = 2048, pids_max: int = 256) -> None:
+        self.tmp_mb, self.memory_mb, self.pids_max = tmp_mb, memory_mb, pids_max
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._inner: list[tuple[int, int]] = []
+        self._cg: SandboxCgroup | None = None
+        self._ctl: socket.socket | None = None
+        self._cpu_base = 0.0
+        self._cpu_last = 0.0
+        self._limit_mb = memory_mb
+        self.pong: dict[str, Any] = {}
+        # distinct per process and sandbox (64 per process: 32 workers with their driver sandboxes), so RLIMIT_NPROC
+        # counts one sandbox and no two sandboxes share a host uid
+        self.uid = _UID_BASE + (os.getpid() % 250) * 64 + next(_UIDS) % 64
+        if self.uid in (65534, 65535):  # the host's nobody/nogroup ids: never share them
+            self.uid += 16000
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    def _ctl_recv(self, timeout_s: float) -> dict[str, Any]:
+        assert self._ctl is not None
+        self._ctl.settimeout(timeout_s)
+        try:
+            data = self._ctl.recv(1 << 16)
+        except (TimeoutError, OSError) as exc:
+            raise SandboxError(f"no answer from the sandbox warden ({exc}); stderr: {self._stderr_tail()}") from exc
+        if not data:
+            raise SandboxError(f"the sandbox warden exited; stderr: {self._stderr_tail()}")
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise SandboxError("the sandbox warden sent garbage") from exc
+
+    def _start(self) -> None:
+        self._errlog = tempfile.TemporaryFile()
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        go_r, go_w = os.pipe()
+        kwargs: dict[str, Any] = {}
+        if os.geteuid() == 0:
+            kwargs.update(user=self.uid, group=self.uid, extra_groups=[])
+        try:
+            self._limit_mb = self.memory_mb
+            self._cg = SandboxCgroup(self.memory_mb, self.pids_max)
+            cmd = ["/bin/sh", "-c", _GO, "sh", *argv(child.fileno(), self.tmp_mb)]
+            self._proc = subprocess.Popen(
+                cmd, env={}, stdin=go_r, stdout=subprocess.DEVNULL, stderr=self._errlog,
+                pass_fds=(child.fileno(),), start_new_session=True, **kwargs,
+            )
+            self._cg.attach(self._proc.pid)
+            os.write(go_w, b"go\n")
+        except (OSError, SandboxError) as exc:
+            parent.close()
+            if self._proc is not None:
+                self._proc.kill()
+                self._proc.wait()
+                self._proc = None
+            if self._cg is not None:
+                self._cg.remove()
+            raise SandboxError(f"cannot start bubblewrap: {exc}") from exc
+        finally:
+            child.close()
+            os.close(go_r)
+            os.close(go_w)
+        self._ctl = parent
+        self._cpu_base += self._cpu_last
+        self._cpu_last = 0.0
+        self._ctl.send(b'{"op": "ping"}')
+        self.pong = self._ctl_recv(30.0)
+        if self.pong.get("t") != "pong":
+            raise SandboxError(f"sandbox warden did not answer ping: {self.pong}")
+        self._inner = [(pid, st[2]) for pid in children(self._proc.pid) if (st := proc_stat(pid)) is not None]
+
+    def _inner_alive(self) -> list[int]:
+        return [pid for pid, start in self._inner if (st := proc_stat(pid)) is not None and st[2] == start]
+
+    def _reap_inner(self, timeout_s: float = 5.0) -> None:
+        """Reap recorded inner pids that were reparented to this process (when it is a child subreaper)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ours = [pid for pid in self._inner_alive() if (st := proc_stat(pid)) is not None and st[1] == os.getpid()]
+            for pid in ours:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            if not ours or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        self._inner = []
+
+    def close(self) -> None:
+        """Kill the sandbox and remove its cgroup (idempotent)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for pid in self._inner_alive():  # the warden (PID 1 of the namespace) first: the kernel kills the rest
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if self._ctl is not None:
+            self._ctl.close()
+            self._ctl = None
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pass
+        for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), proc.kill):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+        proc.wait()
+        self._reap_inner()
+        if self._cg is not None:
+            self._cg.remove()
+            self._cg = None
+        self._errlog.close()
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _stderr_tail(self) -> str:
+        try:
+            self._errlog.seek(0)
+            return self._errlog.read()[-2000:].decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return ""
+
+    # ------------------------------------------------------------------ submissions
+    def open(self) -> Session:
+        """A fresh channel to a fresh runner. Starts (or restarts) the sandbox when needed. Raises
+        :class:`SandboxError` when the sandbox cannot start or its warden does not acknowledge (the caller may retry
+        once: the sandbox is then restarted)."""
+        if self._proc is None or self._proc.poll() is not None or self._ctl is None:
+            self.close()
+            self._start()
+        assert self._ctl is not None
+        rid = uuid.uuid4().hex[:16]
+        req_r, req_w = os.pipe()
+        resp_r, resp_w = os.pipe()
+        try:
+            socket.send_fds(self._ctl, [json.dumps({"op": "sub", "id": rid}).encode()], [req_r, resp_w])
+            ack = self._ctl_recv(30.0)
+            if ack != {"t": "ack", "id": rid}:
+                raise SandboxError(f"sandbox warden did not acknowledge: {ack}")
+        except (OSError, SandboxError) as exc:
+            for fd in (req_w, resp_r):
+                os.close(fd)
+            self.close()
+            raise SandboxError(str(exc)) from exc
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        return Session(rid, req_w, resp_r)
+
+    def finish(self, session: Session, timeout_s: float = 10.0, restart: bool = False) -> None:
+        """End ``session``: close its pipes and wait for the warden's ``done`` (CPU figures). ``restart``: kill the
+        sandbox instead (a runner that hung or broke the protocol). Never raises."""
+        session.close()
+        if restart or self._ctl is None:
+            self.close()
+            return
+        try:
+            done = self._ctl_recv(timeout_s)
+            if done.get("t") != "done" or done.get("id") != session.rid:
+                raise SandboxError(f"unexpected warden message {done}")
+            self._cpu_last = float(done.get("cpu_s", 0.0))
+        except (SandboxError, ValueError, TypeError):
+            self.close()
+
+    def cpu_seconds(self) -> float:
+        """CPU seconds of this sandbox's wardens and every process they reaped (runners, tests), since creation,
+        as reported after each submission."""
+        return self._cpu_base + self._cpu_last
+
+    def limit_memory(self, memory_mb: int) -> None:
+        """Set this sandbox's cgroup memory limit for the next submission: ``memory_mb`` MB, at most the sandbox's
+        own ``memory_mb`` (no-op without cgroups or when unchanged; a refusal by the kernel keeps the old limit)."""
+        mb = max(64, min(int(memory_mb), self.memory_mb))
+        if self._cg is None or mb == self._limit_mb:
+            return
+        try:
+            self._cg.set_memory(mb)
+            self._limit_mb = mb
+        except OSError:
+            pass
+
+    def memory_usage_mb(self) -> float:
+        """Memory charged to this sandbox's cgroup now, MB (0.0 without cgroups)."""
+        return self._cg.memory_usage_mb() if self._cg is not None else 0.0
+
+    def oom_kills(self) -> int:
+        """OOM kills in this sandbox's cgroup so far (0 without cgroups)."""
+        return self._cg.oom_kills() if self._cg is not None else 0
+
+    @property
+    def cgroup_mode(self) -> str:
+        """``v2`` / ``v1`` / ``none``."""
+        from rlvr.judge.sandbox.cgroups import detect
+
+        return detect().name

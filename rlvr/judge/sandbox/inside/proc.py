@@ -1,0 +1,269 @@
+"""Test processes of one submission: fork, limits, std streams, result channel, collection (inside the sandbox).
+
+Standard library only. The runner (:mod:`runner`) forks one child per test (or one call server per submission, see
+:mod:`callserver`); the child gets its stdin from a memfd, writes stdout/stderr to memfds (read back after it exits),
+runs under ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` (output cap), ``RLIMIT_NPROC`` and no core files,
+and reports on a pipe whose records carry a per-child random nonce, so stdout tricks, early exits and ``atexit``
+handlers read as "no result", never as success. After every child, ``kill(-1, SIGKILL)`` removes every other process
+of the sandbox except the runner itself and the warden (PID 1 of the pid namespace, which the kernel protects).
+"""
+
+import base64
+import io
+import json
+import os
+import resource
+import select
+import signal
+import struct
+import sys
+import time
+
+WORKDIR = "/tmp/work"
+NPROC_LIMIT = 64  # processes per sandbox host uid (RLIMIT_NPROC)
+REPORT_CAP = 1 << 16  # stderr bytes shipped back per test
+RECORD_CAP = (16 << 20) + 4096  # one child record (a return value literal plus its envelope)
+PRIVATE_FDS = []  # the runner's own channel fds: closed in every child
+
+
+def memfd(name, data=b""):
+    """An anonymous in-memory file holding ``data``, positioned at 0 (a test's stdin/stdout/stderr)."""
+    fd = os.memfd_create(name, 0)
+    if data:
+        os.write(fd, data)
+        os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def read_fd(fd, cap):
+    """Up to ``cap`` bytes of ``fd`` from its start."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    out = bytearray()
+    while len(out) < cap:
+        chunk = os.read(fd, min(cap - len(out), 1 << 20))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out)
+
+
+def set_limits(memory_limit_mb, cpu_s, output_limit_mb, base_vm, as_limit=True):
+    """rlimits of a test child: address space ``base_vm`` + ``memory_limit_mb`` MB (when ``as_limit``), CPU
+    seconds, file size ``output_limit_mb`` MB, no core, ``NPROC_LIMIT`` processes for the sandbox's uid."""
+    mb = 1 << 20
+    if as_limit:
+        resource.setrlimit(resource.RLIMIT_AS, (base_vm + memory_limit_mb * mb,) * 2)
+    cpu = max(1, int(cpu_s + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (output_limit_mb * mb,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
+
+
+def child_stdio(stdin_fd, out_fd, err_fd):
+    """In a test child: close the runner's channel, make fds 0/1/2 and ``sys.std*`` the test's files, cd to the
+    work dir."""
+    for fd in PRIVATE_FDS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    os.dup2(stdin_fd, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"
+    )
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    # as the interpreter's own std streams have them: competitive-programming FastIO templates read sys.stdout.mode
+    std = ((sys.stdin, "r", "<stdin>"), (sys.stdout, "w", "<stdout>"), (sys.stderr, "w", "<stderr>"))
+    for stream, mode, name in std:
+        stream.mode = mode
+        stream.buffer.raw.name = name
+    os.chdir(WORKDIR)
+    sys.path[:] = [p for p in sys.path if not p.startswith("/judge")]  # the program sees a plain interpreter's path
+
+
+def exit_code(exc):
+    """The process exit code ``SystemExit`` ``exc`` stands for (a non-int code is printed to stderr, exit 1)."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def flush():
+    """Flush ``sys.stdout``/``sys.stderr``, ignoring errors."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+
+
+def describe(exc):
+    """(type name, one-line message) of an exception, surviving a hostile ``__str__``."""
+    kind = type(exc).__name__
+    try:
+        text = str(exc)
+    except BaseException:
+        text = ""
+    return kind, (f"{kind}: {text}" if text else kind)[:500]
+
+
+class Channel:
+    """The child's end of the result pipe; every record carries the runner's nonce."""
+
+    def __init__(self, fd, nonce, _write=os.write, _dumps=json.dumps, _pack=struct.pack):
+        self._fd, self._nonce, self._write, self._dumps, self._pack = fd, nonce, _write, _dumps, _pack
+
+    def put(self, **rec):
+        """Send one record (a JSON object, 4-byte length prefix)."""
+        rec["n"] = self._nonce
+        data = self._dumps(rec).encode()
+        view = memoryview(self._pack(">I", len(data)) + data)
+        while view:
+            view = view[self._write(self._fd, view) :]
+
+
+def spawn(target, stdin_data, limits, base_vm, close_in_child=()):
+    """Fork a child running ``target(chan)``. Returns (pid, result-pipe read end, stdout fd, stderr fd, t0, nonce).
+    ``close_in_child``: runner fds the child must not keep (besides :data:`PRIVATE_FDS`)."""
+    in_fd = memfd("stdin", stdin_data)
+    out_fd, err_fd = memfd("stdout"), memfd("stderr")
+    rfd, wfd = os.pipe()
+    nonce = base64.b16encode(os.urandom(16)).decode()
+    flush()
+    t0 = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for fd in (rfd, *close_in_child):
+                os.close(fd)
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            child_stdio(in_fd, out_fd, err_fd)
+            for fd in (in_fd, out_fd, err_fd):
+                os.close(fd)
+            set_limits(base_vm=base_vm, **limits)
+            target(Channel(wfd, nonce))
+        finally:
+            os._exit(1)
+    os.close(wfd)
+    os.close(in_fd)
+    return pid, rfd, out_fd, err_fd, t0, nonce
+
+
+class Records:
+    """Incremental parser of a child's nonce-checked records."""
+
+    def __init__(self, nonce):
+        self.nonce, self.buf, self.overflow = nonce, bytearray(), False
+
+    def feed(self, chunk):
+        """Add ``chunk`` (bytes); return the complete records with the right nonce (others are dropped)."""
+        self.buf += chunk
+        out = []
+        while len(self.buf) >= 4:
+            size = struct.unpack(">I", self.buf[:4])[0]
+            if size > RECORD_CAP:
+                self.overflow = True
+                self.buf.clear()
+                break
+            if len(self.buf) < 4 + size:
+                break
+            try:
+                rec = json.loads(bytes(self.buf[4 : 4 + size]))
+            except ValueError:
+                rec = None
+            del self.buf[: 4 + size]
+            if isinstance(rec, dict) and rec.pop("n", None) == self.nonce:
+                out.append(rec)
+        return out
+
+
+def collect(pid, rfd, nonce, deadline_fn, on_record):
+    """Stream records from the child until it exits (then every other process is killed and the pipe drained) or
+    ``deadline_fn()`` (absolute monotonic seconds) passes. Returns (timed_out, wait status, rusage)."""
+    pidfd = os.pidfd_open(pid)
+    poller = select.poll()
+    poller.register(rfd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    parser = Records(nonce)
+    timed_out = pipe_closed = exited = False
+    try:
+        while not (exited and pipe_closed):
+            if exited:
+                wait_ms = 500
+            else:
+                remaining = deadline_fn() - time.monotonic()
+                if remaining <= 0:
+                    timed_out = True
+                    break
+                wait_ms = int(remaining * 1000) + 1
+            events = poller.poll(wait_ms)
+            if not events and exited:
+                break
+            for fd, _ev in events:
+                if fd == pidfd:
+                    exited = True
+                    poller.unregister(pidfd)
+                    kill_all()
+                    continue
+                chunk = os.read(rfd, 1 << 20)
+                if not chunk:
+                    pipe_closed = True
+                    poller.unregister(rfd)
+                    continue
+                for rec in parser.feed(chunk):
+                    on_record(rec)
+                if parser.overflow:
+                    pipe_closed = True
+                    poller.unregister(rfd)
+                    if not exited:
+                        os.kill(pid, signal.SIGKILL)
+    finally:
+        if timed_out:
+            os.kill(pid, signal.SIGKILL)
+        _, status, rusage = os.wait4(pid, 0)
+        kill_all()
+        os.close(pidfd)
+        os.close(rfd)
+    return timed_out, status, rusage
+
+
+def kill_all():
+    """SIGKILL every process of this pid namespace except the caller and PID 1 (the warden)."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def base_record(status, rusage, t0, out_fd, err_fd, output_cap):
+    """The common fields of a finished child's record; closes its stdout/stderr memfds."""
+    size = os.fstat(out_fd).st_size
+    rec = {
+        "exit_code": os.waitstatus_to_exitcode(status) if status is not None else None,
+        "wall_s": round(time.monotonic() - t0, 6),
+        "cpu_s": round(rusage.ru_utime + rusage.ru_stime, 6),
+        "stdout": read_fd(out_fd, min(size, output_cap)).decode("utf-8", "surrogateescape"),
+        "stdout_truncated": size > output_cap,
+        "stderr": read_fd(err_fd, REPORT_CAP).decode("utf-8", "replace"),
+    }
+    os.close(out_fd)
+    os.close(err_fd)
+    code = rec["exit_code"]
+    rec["signal"] = -code if code is not None and code < 0 else None
+    return rec

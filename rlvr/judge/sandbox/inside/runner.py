@@ -1,0 +1,286 @@
+"""The runner: one process per submission, forked by the warden, owning that submission's fresh channel.
+
+Standard library only (inside the sandbox). It reads ONE request frame from the host on its request pipe and answers
+with frames on its response pipe, each carrying the request id; it never sees expected outputs. It compiles the
+code (or builds a native program in ``/tmp/build``) and runs every test in a child of its own (:mod:`proc`,
+:mod:`calls`). Its heap is the warden's, which never held submission data, so nothing of an earlier submission is in
+it; as it ends it kills every other process and wipes every writable place (:mod:`wipe`).
+
+Ops (request ``op``):
+  ``batch``: ``{"code", "native", "tests": [{"kind": "stdio", "stdin", "tl"} | {"kind": "call", "args", "kwargs",
+  "tl"}], "entry_point", "test_setup", "memory_limit_mb", "output_limit_mb", "max_timeouts", "interactive",
+  "call_cpu_s"}`` → ``{"t": "compile_error", "msg"}`` | ``{"t": "recs", "recs": [{"i", "rec"}, …]}`` frames (one
+  per ~1 MB of records, the rest at the end); then, when
+  ``interactive``, ``{"t": "ready"}`` and one ``{"t": "ret", "k", "rec"}`` per ``{"t": "call", "k", "budget_s", …}``
+  frame until ``{"t": "end"}``; finally ``{"t": "done"}``.
+  ``run``: ``{"code", "native", "stdin", "timeout_s", "memory_limit_mb", "output_limit_mb", "files"}`` →
+  ``{"t": "compile_error", "msg"}`` | ``{"t": "result", "rec"}``, then ``{"t": "done"}``.
+  ``drive``: the assert-test driver (:mod:`driver`; used in the separate driver sandbox only).
+Records: see :mod:`proc` and :mod:`calls`.
+"""
+
+import base64
+import builtins
+import os
+import resource
+import shutil
+import signal
+import traceback
+
+import calls
+import proc
+import wipe
+import wire
+
+BUILD = "/tmp/build"
+FLUSH_BYTES = 1 << 20
+
+
+def compile_code(code, name):
+    """(code object, None) or (None, the compiler's one-line error)."""
+    try:
+        return compile(code, name, "exec", dont_inherit=True), None
+    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        return None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
+
+
+def build_native(req):
+    """Write the source to /tmp/build and compile it once (compile errors are the program's fault).
+    Returns (native, error)."""
+    import subprocess
+
+    lang = req["native"]
+    shutil.rmtree(BUILD, ignore_errors=True)
+    os.makedirs(BUILD)
+    with open(os.path.join(BUILD, lang["source"]), "w", encoding="utf-8") as fh:
+        fh.write(req["code"])
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", **lang.get("env", {})}
+    if lang.get("compile"):
+
+        def limits():
+            resource.setrlimit(resource.RLIMIT_AS, (4 << 30,) * 2)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20,) * 2)
+
+        try:
+            done = subprocess.run(
+                lang["compile"], cwd=BUILD, env=env, capture_output=True,
+                timeout=float(lang.get("compile_timeout_s", 30)), preexec_fn=limits,
+            )
+        except subprocess.TimeoutExpired:
+            return None, "compilation timed out"
+        except OSError as exc:
+            return None, f"compiler not runnable: {exc}"
+        finally:
+            proc.kill_all()
+        if done.returncode != 0:
+            return None, (done.stderr or done.stdout).decode("utf-8", "replace")[-4000:] or "compilation failed"
+    mem = int(req.get("memory_limit_mb") or 1024)
+    argv = [a.replace("{mem}", str(mem)).replace("{build}", BUILD) for a in lang["run"]]
+    argv[0] = os.path.join(BUILD, argv[0][2:]) if argv[0].startswith("./") else shutil.which(argv[0], path=env["PATH"])
+    return {"argv": argv, "env": env, "as_limit": bool(lang.get("as_limit", True))}, None
+
+
+def _stdio_child(code_obj, chan):
+    ns = {"__name__": "__main__", "__builtins__": builtins}
+    code = 0
+    try:
+        exec(code_obj, ns)
+    except SystemExit as exc:
+        code = proc.exit_code(exc)
+    except BaseException as exc:  # the program's own failure
+        traceback.print_exc()
+        kind, msg = proc.describe(exc)
+        proc.flush()
+        chan.put(e=kind, m=msg)
+        os._exit(1)
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    except BaseException:
+        pass
+    proc.flush()
+    chan.put(ok=True, x=code)
+    os._exit(code)
+
+
+def _native_child(argv, env):
+    try:
+        os.execve(argv[0], argv, env)
+    except OSError as exc:
+        os.write(2, f"cannot exec {argv[0]}: {exc}\n".encode())
+    os._exit(127)
+
+
+def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native=None, add_newline=True):
+    """Run the program once on ``stdin`` (str) in a child; return a record (wall ``time_limit`` seconds)."""
+    if add_newline and stdin and not stdin.endswith("\n"):
+        stdin += "\n"
+    limits = {"memory_limit_mb": memory_mb, "cpu_s": time_limit + 1, "output_limit_mb": output_mb}
+    if native is None:
+        target = lambda chan: _stdio_child(code_obj, chan)  # noqa: E731
+    else:
+        limits["as_limit"] = native["as_limit"]
+        base_vm = 16 << 20
+        target = lambda chan: _native_child(native["argv"], native["env"])  # noqa: E731
+    pid, rfd, out_fd, err_fd, t0, nonce = proc.spawn(target, stdin.encode("utf-8", "surrogateescape"), limits, base_vm)
+    got = {}
+    deadline = t0 + time_limit
+    timed_out, status, rusage = proc.collect(pid, rfd, nonce, lambda: deadline, got.update)
+    rec = proc.base_record(status, rusage, t0, out_fd, err_fd, output_mb << 20)
+    if timed_out:
+        rec["status"] = "timeout"
+    elif "e" in got:
+        rec.update(status="exception", exc_type=got["e"], message=got.get("m", ""))
+    elif got.get("ok") or native is not None:
+        rec["status"] = "ok" if rec["signal"] is None else "signal"
+        if native is not None and rec["signal"] is not None and "bad_alloc" in rec["stderr"]:
+            rec.update(status="exception", exc_type="MemoryError", message="std::bad_alloc")
+    else:
+        rec["status"] = "signal" if rec["signal"] is not None else "no_result"
+    if rec["status"] == "signal" and rec["signal"] == signal.SIGXCPU:
+        rec["status"] = "timeout"
+    if rec["signal"] == signal.SIGXFSZ:
+        rec.update(status="exception", exc_type="OutputLimitExceeded", message=f"output exceeded {output_mb} MB")
+    return rec
+
+
+def _clean_workdir():
+    shutil.rmtree(proc.WORKDIR, ignore_errors=True)
+    os.makedirs(proc.WORKDIR, exist_ok=True)
+
+
+def handle_batch(req, send, recv, base_vm):
+    """The ``batch`` op (module docstring): stream one record per test, then serve relayed calls if interactive."""
+    native = None
+    if req.get("native"):
+        if any(t["kind"] != "stdio" for t in req["tests"]) or req.get("interactive"):
+            send({"t": "compile_error", "msg": "only stdin/stdout tests are supported for compiled languages"})
+            return
+        native, err = build_native(req)
+        code_obj = None
+    else:
+        code_obj, err = compile_code(req["code"], "<solution>")
+    if err is not None:
+        send({"t": "compile_error", "msg": err})
+        return
+    setup_obj = None
+    if req.get("test_setup"):
+        setup_obj, err = compile_code(req["test_setup"], "<test_setup>")
+        if err is not None:
+            setup_obj = None
+    mem, outmb = int(req["memory_limit_mb"]), int(req.get("output_limit_mb", 16))
+    max_timeouts = int(req.get("max_timeouts", 0))
+    limits = {"memory_limit_mb": mem, "cpu_s": float(req.get("call_cpu_s", 60.0)), "output_limit_mb": outmb}
+    server = calls.CallServer(code_obj, setup_obj, req.get("entry_point"), limits, base_vm)
+    timeouts = size = 0
+    pending = []
+    fatal = None
+    try:
+        for i, t in enumerate(req["tests"]):
+            tl = float(t["tl"])
+            if max_timeouts and timeouts >= max_timeouts:
+                rec = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
+            elif t["kind"] == "stdio":
+                server.stop()  # each stdio child ends with kill_all(): the call server would not survive it
+                rec = run_stdio(code_obj, t.get("stdin", ""), tl, mem, outmb, base_vm, native)
+                _clean_workdir()
+            elif fatal is not None:
+                rec = fatal
+            else:
+                rec = server.call({"target": None, "args": t["args"], "kwargs": t.get("kwargs") or "{}"}, tl)
+                if rec.get("fatal") and rec["status"] != "timeout":
+                    fatal = rec
+            timeouts += rec["status"] == "timeout"
+            # records go out in batches (one host wake-up per batch, not per test); a runner killed meanwhile loses
+            # the unsent ones, which then count as the program's failures: only the program can kill its runner
+            pending.append({"i": i, "rec": rec})
+            size += len(rec.get("stdout") or "") + len(rec.get("stderr") or "") + 256
+            if size > FLUSH_BYTES:
+                send({"t": "recs", "recs": pending})
+                pending, size = [], 0
+        if pending:
+            send({"t": "recs", "recs": pending})
+        if req.get("interactive"):
+            send({"t": "ready"})
+            while True:
+                msg = recv()
+                if msg is None or msg.get("t") != "call":
+                    break
+                call = {k: msg[k] for k in ("target", "args", "kwargs", "getattr") if k in msg}
+                send({"t": "ret", "k": msg.get("k"), "rec": server.call(call, float(msg.get("budget_s", 0.0)))})
+    finally:
+        server.stop()
+        _clean_workdir()
+
+
+def handle_run(req, send, base_vm):
+    """The ``run`` op: write ``files`` into the work dir, run the program once, send its record."""
+    _clean_workdir()
+    for name, b64 in (req.get("files") or {}).items():
+        path = os.path.normpath(os.path.join(proc.WORKDIR, name))
+        if not path.startswith(proc.WORKDIR + "/"):
+            send({"t": "compile_error", "msg": f"file name escapes the work dir: {name}"})
+            return
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(b64))
+    native = None
+    if req.get("native"):
+        native, err = build_native(req)
+        if err is not None:
+            send({"t": "compile_error", "msg": err})
+            return
+        code_obj = None
+    else:
+        code_obj, err = compile_code(req["code"], "<string>")
+        if err is not None:
+            rec = {"status": "ok", "exit_code": 1, "stdout": "", "stderr": err, "wall_s": 0.0, "cpu_s": 0.0}
+            send({"t": "result", "rec": rec})
+            return
+    rec = run_stdio(
+        code_obj, req.get("stdin", ""), float(req["timeout_s"]), int(req["memory_limit_mb"]),
+        int(req.get("output_limit_mb", 16)), base_vm, native, add_newline=False,
+    )
+    send({"t": "result", "rec": rec})
+
+
+def main(rid, req_fd, resp_fd, base_vm):
+    """Serve one submission on (req_fd, resp_fd); every response frame carries ``rid``. Never returns."""
+    proc.PRIVATE_FDS[:] = [req_fd, resp_fd]
+    os.makedirs(proc.WORKDIR, exist_ok=True)
+
+    def send(obj):
+        obj["id"] = rid
+        wire.send(resp_fd, obj)
+
+    def recv():
+        msg = wire.recv(req_fd)
+        return msg if msg is not None and msg.get("id") == rid else None
+
+    code = 1
+    try:
+        req = recv()
+        if req is not None:
+            op = req.get("op")
+            if op == "batch":
+                handle_batch(req, send, recv, base_vm)
+            elif op == "run":
+                handle_run(req, send, base_vm)
+            elif op == "drive":
+                import driver
+
+                driver.drive(req, send, recv)
+            else:
+                send({"t": "error", "msg": f"unknown op {op!r}"})
+            send({"t": "done"})
+    except BrokenPipeError:
+        pass
+    except BaseException as exc:  # a runner bug: reported, the host treats it as infrastructure
+        try:
+            send({"t": "error", "msg": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-2000:]})
+        except OSError:
+            pass
+    finally:
+        code = wipe.wipe_all()  # exit code CLEAN_EXIT tells the warden that nothing of this submission is left
+    os._exit(code)

@@ -1,0 +1,116 @@
+"""Runner/driver records → per-test verdicts, on the host (where every expected value lives).
+
+A record (from :mod:`rlvr.judge.sandbox.inside.runner`, ``calls`` or ``driver``) has a ``status``: ``ok``,
+``exception`` (``exc_type``, ``message``), ``timeout``/``skipped``, ``signal``, ``no_result`` (the process ended
+without reporting), ``unserialisable`` (a return value that is not a plain value). stdio outputs and call return
+values are compared here (:mod:`rlvr.judge.compare`); converted asserts compare with Python's ``==`` on values this
+process parsed itself. A cgroup OOM kill during the submission turns SIGKILLed tests into ``memory_limit``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvr.data.schema import Problem, StdioTest
+from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
+from rlvr.judge.verdict import TestResult, Verdict
+
+__all__ = ["failure_verdict", "printable", "score"]
+
+REPORT_STDOUT = 1000
+REPORT_STDERR = 2000
+_SIGNAL_NAMES = {9: "SIGKILL", 11: "SIGSEGV", 6: "SIGABRT", 15: "SIGTERM", 24: "SIGXCPU", 25: "SIGXFSZ", 8: "SIGFPE"}
+
+
+def printable(text: Any, cap: int, tail: bool = False) -> str:
+    """``text`` as valid UTF-8 (lone surrogates from undecodable bytes replaced), capped to ``cap`` characters."""
+    s = text if isinstance(text, str) else ""
+    s = s[-cap:] if tail else s[:cap]
+    return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace") if s else ""
+
+
+def failure_verdict(rec: dict[str, Any], kind: str, oom: bool = False) -> tuple[Verdict, str] | None:
+    """Map a record to a failing (verdict, message), or None when the process completed normally. ``kind``: the
+    test kind (``stdio``/``call``/``assert``); ``oom``: the sandbox's cgroup OOM-killed something meanwhile."""
+    status = rec.get("status")
+    if status in ("timeout", "skipped"):
+        return "timeout", rec.get("message") or "time limit exceeded"
+    if status == "handle":
+        return "wrong_answer", f"unserialisable return value: {rec.get('message', '')}"[:500]
+    if status == "unserialisable":
+        return "wrong_answer", f"unserialisable return value: {rec.get('message', '')}"[:500]
+    if status == "exception":
+        exc = rec.get("exc_type", "")
+        msg = str(rec.get("message", ""))
+        if exc == "MemoryError":
+            return "memory_limit", "memory limit exceeded (MemoryError)"
+        if exc == "Unserialisable" or (kind == "assert" and exc == "AssertionError"):
+            return "wrong_answer", "assertion failed" if exc == "AssertionError" else msg[:500]
+        return "runtime_error", msg or exc
+    if status == "signal":
+        sig = rec.get("signal")
+        if oom and sig == 9:
+            return "memory_limit", "memory limit of the sandbox exceeded (killed by the cgroup OOM killer)"
+        return "runtime_error", f"killed by signal {_SIGNAL_NAMES.get(sig, sig)}"
+    if status == "no_result":
+        return "runtime_error", rec.get("message") or "the program exited before the test could report"
+    if status != "ok":
+        return "runtime_error", f"no valid result for this test ({status!r})"
+    return None
+
+
+def score(problem: Problem, test: Any, i: int, rec: dict[str, Any], judge: Any, oom: bool = False,
+          converted: str | None = None) -> TestResult:
+    """One test's :class:`TestResult`. ``converted``: the expected literal of an assert run as a call (compared with
+    ``==``). ``judge`` runs the problem's checker, if any (never call this while holding a sandbox)."""
+    base = {
+        "index": i,
+        "time_s": float(rec.get("wall_s") or 0.0),
+        "cpu_s": float(rec.get("cpu_s") or 0.0),
+        "exit_code": rec.get("exit_code") if isinstance(rec.get("exit_code"), int) else None,
+        "stdout": printable(rec.get("stdout"), REPORT_STDOUT),
+        "stderr": printable(rec.get("stderr"), REPORT_STDERR, tail=True),
+    }
+    failed = failure_verdict(rec, "assert" if converted is not None else test.kind, oom)
+    if failed is not None:
+        return TestResult(verdict=failed[0], message=printable(str(failed[1]), 2000), **base)
+    if isinstance(test, StdioTest):
+        if rec.get("exit_code") not in (0, None):
+            return TestResult(verdict="runtime_error", message=f"exit code {rec['exit_code']}", **base)
+        if rec.get("stdout_truncated"):
+            return TestResult(verdict="wrong_answer", message="output larger than the output cap", **base)
+        actual = rec.get("stdout") if isinstance(rec.get("stdout"), str) else ""
+        if problem.checker is not None:  # runs in a sandbox of its own
+            from rlvr.judge.checkers import CheckerError, check_output
+
+            try:
+                out = check_output(judge, problem.checker, test.stdin, test.stdout, actual)
+            except CheckerError as exc:
+                return TestResult(verdict="sandbox_error", message=str(exc)[:2000], **base)
+            if out.accepted:
+                return TestResult(verdict="accepted", **base)
+            return TestResult(verdict="wrong_answer", message=out.message[:500], **base)
+        if compare_stdout(test.stdout, actual, problem.float_tolerance):
+            return TestResult(verdict="accepted", **base)
+        return TestResult(verdict="wrong_answer", message=printable(first_difference(test.stdout, actual), 500), **base)
+    if test.kind == "assert" and converted is None:
+        return TestResult(verdict="accepted", **base)
+    got = rec.get("value") if isinstance(rec.get("value"), str) else ""
+    try:
+        actual = parse_literal(got)
+    except ValueError as exc:
+        return TestResult(verdict="wrong_answer", message=f"return value could not be read back: {exc}"[:300], **base)
+    try:
+        if converted is not None:
+            ok = bool(parse_literal(converted) == actual)
+        elif test.expected is None:
+            return TestResult(verdict="sandbox_error", message="test has no expected output", **base)
+        else:
+            ok = values_equal(parse_literal(test.expected), actual, test.atol)
+    except (ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
+        ok = False
+        got = f"{got[:60]} ({type(exc).__name__})"
+    if ok:
+        return TestResult(verdict="accepted", **base)
+    return TestResult(verdict="wrong_answer", message="assertion failed" if converted else f"returned {got[:80]}",
+                      **base)

@@ -1,0 +1,187 @@
+"""One submission through a worker's sandboxes: the runner's fresh channel, and the driver relay for assert tests.
+
+Failure accounting (the issue's "honest failure accounting"): a runner that dies, breaks the protocol or hangs past
+the hang detector ends the submission; every test without a record gets ``no_result`` (→ ``runtime_error``: the
+program's own fault) and the sandbox is restarted. Only a sandbox that cannot start, or a fresh warden that does not
+acknowledge, is infrastructure: the submission is retried once in a fresh sandbox, then :class:`SandboxError`
+(→ ``sandbox_error``). Nothing the submission does can produce that: it never reaches the warden.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from rlvr.judge.sandbox import Sandbox, SandboxError, Session, SessionTimeout
+
+__all__ = ["Outcome", "Worker", "run_batch"]
+
+_DIED = {"status": "no_result", "message": "the submission's process ended before reporting this test"}
+_DRIVER_GRACE_S = 5.0
+SLACK_MB = 128  # cgroup memory above the problem's limit: warden, runner, interpreter baseline, page cache
+SLACK_JVM_MB = 512  # runtimes bounded by their own heap flag (the JVM's -Xmx) use more than the heap
+
+
+@dataclass
+class Worker:
+    """A worker's sandboxes: ``runner`` runs submissions, ``driver`` (started on first use) runs assert-test code.
+    Distinct host uids, pid namespaces and cgroups."""
+
+    runner: Sandbox
+    driver_factory: Any
+    driver: Sandbox | None = None
+
+    def get_driver(self) -> Sandbox:
+        """The driver sandbox (created on first use)."""
+        if self.driver is None:
+            self.driver = self.driver_factory()
+        return self.driver
+
+    def close(self) -> None:
+        """Close both sandboxes."""
+        self.runner.close()
+        if self.driver is not None:
+            self.driver.close()
+
+
+@dataclass
+class Outcome:
+    """``compile_error`` (text) or per-test records: ``batch`` (index in the batch request → record) and
+    ``asserts`` (index in the drive request → record); ``oom``: the runner sandbox's cgroup OOM-killed something."""
+
+    compile_error: str | None = None
+    batch: dict[int, dict[str, Any]] = field(default_factory=dict)
+    asserts: dict[int, dict[str, Any]] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
+    oom: bool = False
+
+
+def _open(sb: Sandbox) -> Session:
+    try:
+        return sb.open()
+    except SandboxError:
+        return sb.open()  # once more, in a fresh sandbox (open() restarted it); a second failure propagates
+
+
+def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any] | None, tls: list[float],
+              hang_s: float) -> Outcome:
+    """Run batch request ``req`` (``n`` tests) and, when ``drive`` is given, the driver's assert tests (``tls``: their
+    wall limits, seconds). ``hang_s``: hang detector for the runner's part, seconds. Raises :class:`SandboxError`
+    only for infrastructure failures (see module docstring)."""
+    out = Outcome()
+    sess = _open(worker.runner)
+    # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not only
+    # each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
+    native = req.get("native") or {}
+    slack = SLACK_MB if native.get("as_limit", True) else SLACK_JVM_MB
+    worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
+    oom0 = worker.runner.oom_kills()
+    restart = False
+    try:
+        if drive is not None:
+            req = {**req, "interactive": True}
+        sess.send(req)
+        deadline = time.monotonic() + hang_s
+        ready = False
+        while True:
+            f = sess.recv(deadline)
+            if f is None:
+                restart = True
+                break
+            t = f.get("t")
+            if t == "recs" and isinstance(f.get("recs"), list):
+                for item in f["recs"]:
+                    i, rec = (item.get("i"), item.get("rec")) if isinstance(item, dict) else (None, None)
+                    if isinstance(i, int) and 0 <= i < n and isinstance(rec, dict):
+                        out.batch[i] = rec
+            elif t == "result" and isinstance(f.get("rec"), dict):
+                out.result = f["rec"]
+            elif t == "compile_error":
+                out.compile_error = str(f.get("msg", ""))[-4000:]
+            elif t == "ready":
+                ready = True
+                break
+            elif t in ("done", "error"):
+                break
+        if ready and drive is not None:
+            out.asserts = _relay(worker, sess, drive, tls)
+            sess.send({"t": "end"})
+            try:
+                while (f := sess.recv(time.monotonic() + 10.0)) is not None and f.get("t") != "done":
+                    pass
+            except SessionTimeout:
+                restart = True
+    except SessionTimeout:
+        restart = True
+    finally:
+        worker.runner.finish(sess, restart=restart or sess.broken)
+    for i in range(n):
+        out.batch.setdefault(i, dict(_DIED))
+    if drive is not None:
+        for j in range(len(drive["tests"])):
+            out.asserts.setdefault(j, dict(_DIED) if out.compile_error is None else {})
+    out.oom = worker.runner.oom_kills() > oom0
+    return out
+
+
+def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[float]) -> dict[int, dict[str, Any]]:
+    """Relay the driver's candidate calls to the runner; per-test wall budgets enforced here."""
+    sb = worker.get_driver()
+    sess = _open(sb)
+    recs: dict[int, dict[str, Any]] = {}
+    restart = False
+    cur: int | None = None
+    start = time.monotonic()
+    runner_alive = True
+    try:
+        sess.send(drive)
+        while True:
+            if cur is None:
+                deadline = time.monotonic() + 60.0
+            else:
+                deadline = start + tls[cur] + _DRIVER_GRACE_S
+            try:
+                f = sess.recv(deadline)
+            except SessionTimeout:
+                if cur is not None:  # the test code itself ran past its limit (on what the submission returned)
+                    recs[cur] = {"status": "timeout", "message": "the test ran past its time limit"}
+                restart = True
+                break
+            if f is None:
+                restart = True
+                break
+            t = f.get("t")
+            if t == "begin" and isinstance(f.get("i"), int) and 0 <= f["i"] < len(tls):
+                cur, start = f["i"], time.monotonic()
+            elif t == "call" and cur is not None:
+                budget = start + tls[cur] - time.monotonic()
+                call = {k: f[k] for k in ("k", "target", "args", "kwargs", "getattr") if k in f}
+                if budget <= 0:
+                    rec: dict[str, Any] = {"status": "timeout"}
+                elif not runner_alive:
+                    rec = {**_DIED, "fatal": True}
+                else:
+                    runner.send({"t": "call", **call, "budget_s": budget})
+                    try:
+                        ans = runner.recv(time.monotonic() + budget + 10.0)
+                    except SessionTimeout:
+                        ans = None
+                    if ans is None or ans.get("t") != "ret" or ans.get("k") != f.get("k"):
+                        runner_alive = False
+                        rec = {**_DIED, "fatal": True}
+                    else:
+                        rec = ans.get("rec") if isinstance(ans.get("rec"), dict) else {**_DIED, "fatal": True}
+                sess.send({"t": "ret", "k": f.get("k"), "rec": rec})
+            elif t == "result" and isinstance(f.get("i"), int) and 0 <= f["i"] < len(tls):
+                rec = f["rec"] if isinstance(f.get("rec"), dict) else {"status": "no_result"}
+                rec.setdefault("wall_s", round(time.monotonic() - start, 6) if cur == f["i"] else 0.0)
+                recs[f["i"]] = rec
+                cur = None
+            elif t == "error":
+                raise SandboxError(f"test driver: {f.get('msg')}")
+            elif t == "done":
+                break
+    finally:
+        sb.finish(sess, restart=restart or sess.broken)
+    return recs
