@@ -102,9 +102,9 @@ def test_no_cross_request_output_after_an_infinite_timeout(client, timeout):
         worker.join(timeout=90)
         assert "r" in out, "the judge stayed blocked by the infinite-timeout request"
         r = out["r"]
-        assert r.status_code < 500, r.text[:300]
-        if r.status_code == 200:
-            assert r.json()["run_result"]["stdout"].strip() == tok, r.text[:300]
+        assert r.status_code == 200, r.text[:300]
+        run = r.json().get("run_result") or {}
+        assert run.get("stdout", "").strip() == tok, f"a later request got {r.text[:300]}"
     if "r" in box:
         assert box["r"].status_code < 500 and tok not in box["r"].text
 

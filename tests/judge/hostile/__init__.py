@@ -39,7 +39,7 @@ class Hostile:
 
     Fields: ``name`` (unique id), ``family``, ``targets`` (probe problems it is judged on: names of :data:`PROBES`),
     ``code`` (the program; for ``language != 'python'`` the source in that language), ``attempt`` (what it tries,
-    one line), ``language``."""
+    one line), ``language``, ``slow`` (the judge needs its hang detector, ~75 s: runs under ``@pytest.mark.slow``)."""
 
     name: str
     family: str
@@ -47,11 +47,13 @@ class Hostile:
     code: str
     attempt: str
     language: str = "python"
+    slow: bool = False
 
 
-def hostile(name: str, family: str, targets: str, code: str, attempt: str, language: str = "python") -> Hostile:
+def hostile(name: str, family: str, targets: str, code: str, attempt: str, language: str = "python",
+            slow: bool = False) -> Hostile:
     """Build a :class:`Hostile` with ``code`` dedented and ``targets`` a space-separated list of probe names."""
-    return Hostile(name, family, tuple(targets.split()), textwrap.dedent(code).strip() + "\n", attempt, language)
+    return Hostile(name, family, tuple(targets.split()), textwrap.dedent(code).strip() + "\n", attempt, language, slow)
 
 
 def _stdio(pid: str) -> Problem:
@@ -104,19 +106,19 @@ def _float_call() -> Problem:
 
 def _secret_call() -> Problem:
     return Problem(id="adv/secret_call", source="adv", split="test", statement="secret", entry_point="f",
-                   tests=[{"kind": "call", "args": "[1]", "expected": str(SECRET_VALUE)}], time_limit_s=8.0,
+                   tests=[{"kind": "call", "args": "[1]", "expected": str(SECRET_VALUE)}], time_limit_s=5.0,
                    memory_limit_mb=512)
 
 
 def _secret_assert() -> Problem:
     code = f"def check(candidate):\n    assert candidate(1) == {SECRET_VALUE}\n\ncheck(candidate)\n"
     return Problem(id="adv/secret_assert", source="adv", split="test", statement="secret", entry_point="f",
-                   tests=[{"kind": "assert", "code": code}], time_limit_s=8.0, memory_limit_mb=512)
+                   tests=[{"kind": "assert", "code": code}], time_limit_s=5.0, memory_limit_mb=512)
 
 
 def _secret_mbpp() -> Problem:
     return Problem(id="adv/secret_mbpp", source="adv", split="test", statement="secret", entry_point="f",
-                   tests=[{"kind": "assert", "code": f"assert f(1) == {SECRET_VALUE}"}], time_limit_s=8.0,
+                   tests=[{"kind": "assert", "code": f"assert f(1) == {SECRET_VALUE}"}], time_limit_s=5.0,
                    memory_limit_mb=512)
 
 
@@ -171,7 +173,8 @@ def cases(programs: list[Hostile]) -> list:
     """``pytest.param(program, probe name, id="name@probe")`` for each program and each of its targets."""
     import pytest
 
-    return [pytest.param(h, t, id=f"{h.name}@{t}") for h in programs for t in h.targets]
+    return [pytest.param(h, t, id=f"{h.name}@{t}", marks=[pytest.mark.slow] if h.slow else [])
+            for h in programs for t in h.targets]
 
 
 def judge_hostile(judge, h: Hostile, target: str, problem: Problem | None = None):

@@ -28,7 +28,7 @@ PROGRAMS = [
         import subprocess
         def search():
             cmd = "cat /proc/[0-9]*/cmdline /proc/[0-9]*/environ /proc/[0-9]*/fd/* 2>/dev/null | head -c 50000000"
-            out = subprocess.run(cmd, shell=True, capture_output=True, timeout=5).stdout
+            out = subprocess.run(cmd, shell=True, capture_output=True, timeout=2).stdout
             return _hit(out)
         """), "a shell subprocess (outside any audit hook) cats every process's cmdline/environ/fds"),
     hostile("subprocess_memscan", R, T, _entry('''
