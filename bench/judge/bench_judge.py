@@ -139,37 +139,50 @@ def run_prime(items: list[dict[str, Any]], cgroup: str | None) -> dict[str, Any]
     return d
 
 
-def run_boundary(calls: int, workers: int, cgroup: str | None) -> dict[str, Any]:
+def _own_boundary_problems(n: int) -> dict[str, Any]:
+    """Fallback workloads when ``bench_boundary.py`` (judge-core's) is absent: n call tests / n assert lines."""
     from rlvr.data.schema import Problem
+
+    def mk(tests: list[dict[str, Any]]) -> Problem:
+        return Problem(id="bench/boundary", source="bench", split="bench", statement="", entry_point="f",
+                       tests=tests, time_limit_s=60.0)
+
+    return {"call": mk([{"kind": "call", "args": f"[{i}]", "expected": str(i)} for i in range(n)]),
+            "assert": mk([{"kind": "assert", "code": f"assert f({i}) == {i}"} for i in range(n)])}
+
+
+def run_boundary(calls: int, workers: int, cgroup: str | None) -> dict[str, Any]:
+    """Per-call cost of call/assert tests: each workload at 1 and ``calls`` calls (min of 3 runs each, after a
+    warm-up that also starts the driver sandbox); per call = (cost(calls) - cost(1)) / (calls - 1), so the fixed
+    per-submission cost (reported as ``fixed_*``) is not smeared over the calls. Workloads: ``problems(n)`` of
+    ``bench_boundary.py`` next to this file when present (call tests, asserts converted to calls, one assert test
+    making n calls through the driver), else two own ones."""
     from rlvr.judge import Judge
 
-    def prob(kind: str, n: int) -> Problem:
-        if kind == "call":
-            tests = [{"kind": "call", "args": f"[{i}]", "expected": str(i)} for i in range(n)]
-        else:
-            tests = [{"kind": "assert", "code": f"assert candidate({i}) == {i}"} for i in range(n)]
-        return Problem(id=f"bench/{kind}{n}", source="bench", split="bench", statement="", entry_point="f",
-                       tests=tests)
-
+    try:
+        from bench_boundary import problems as make  # judge-core's workloads
+        source = "bench_boundary.problems"
+    except ImportError:
+        make, source = _own_boundary_problems, "bench_judge fallback"
     sol = "def f(x):\n    return x\n"
     meter = Meter(cgroup)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"workloads_from": source}
     with Judge(workers=workers) as judge:
-        judge.judge(prob("call", 1), sol)  # warm
-        for kind in ("call", "assert"):
+        small, big = make(1), make(calls)
+        for name in big:
+            assert judge.judge(small[name], sol).accepted, name  # warm-up
             cost: dict[int, dict[str, float]] = {}
-            for n in (1, calls):
-                p = prob(kind, n)
+            for n, p in ((1, small[name]), (calls, big[name])):
                 for _ in range(3):  # min of 3: the machine is shared
                     a = meter.read()
                     res = judge.judge(p, sol)
                     d = Meter.delta(a, meter.read())
-                    assert res.verdict == "accepted", (kind, n, res.verdict, res.message)
+                    assert res.accepted, (name, n, res.verdict, res.message)
                     cost[n] = d if n not in cost else {k: min(v, cost[n][k]) for k, v in d.items()}
             per = {k: (cost[calls][k] - cost[1][k]) / (calls - 1) * 1000 for k in ("cpu_s", "wall_s")}
-            out[kind] = {"fixed_cpu_ms": round(cost[1]["cpu_s"] * 1000, 3),
-                         "per_test_cpu_ms": round(per["cpu_s"], 4), "per_test_wall_ms": round(per["wall_s"], 4),
-                         "tests": calls}
+            out[name] = {"fixed_cpu_ms": round(cost[1]["cpu_s"] * 1000, 3), "fixed_wall_ms": round(
+                cost[1]["wall_s"] * 1000, 3), "per_call_cpu_ms": round(per["cpu_s"], 4),
+                "per_call_wall_ms": round(per["wall_s"], 4), "calls": calls}
     out["cpu_measured_by"] = "cgroup" if meter.usage is not None else "rusage (in-sandbox CPU not included)"
     return out
 

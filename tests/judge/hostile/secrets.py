@@ -21,9 +21,9 @@ PROGRAMS = [
     hostile("proc_walk_files", K, "stdio", """
         import os, sys, time
         n, t0 = 0, time.monotonic()
-        for root in ("/proc", "/tmp", "/judge", "/run", "/etc", "/dev/shm", os.path.expanduser("~")):
+        for root in ("/tmp", "/judge", "/run", "/etc", "/dev/shm", "/var", os.path.expanduser("~")):
             for dp, dns, fns in os.walk(root):
-                if dp.count("/") > 4 or "/task" in dp or dp.startswith("/proc/sys"):
+                if dp.count("/") > 4 or "/task" in dp or dp.endswith(("/fd", "/fdinfo")) or dp.startswith("/proc/sys"):
                     dns[:] = []
                 for fn in fns:
                     if fn in ("mem", "pagemap", "kcore", "kmsg", "clear_refs"):
@@ -32,6 +32,8 @@ PROGRAMS = [
                     if n > 5000 or time.monotonic() - t0 > 1.5:
                         break
                     try:
+                        if not os.path.isfile(os.path.join(dp, fn)):
+                            continue
                         with open(os.path.join(dp, fn), "rb") as fh:
                             b = fh.read(1 << 16)
                         if b"RLVR" in b:
@@ -39,7 +41,7 @@ PROGRAMS = [
                             sys.stdout.flush()
                     except OSError:
                         pass
-        """, "walks /proc, /tmp, /run, /etc and HOME for any file mentioning RLVR"),
+        """, "walks /tmp, /judge, /run, /etc, /var and HOME (regular files) for anything mentioning RLVR"),
     hostile("subprocess_env", K, "stdio", """
         import subprocess
         print(subprocess.run("env; cat /proc/*/environ 2>/dev/null | tr '\\\\0' '\\\\n'; ps eww -A 2>/dev/null",
