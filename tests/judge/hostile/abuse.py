@@ -52,8 +52,34 @@ PROGRAMS = [
         got = b""
         while len(got) < 5:
             got += os.read(r, 5)
-        ok = got.count(b"+") == 5
+        import time
+        time.sleep(0.5)  # an OOM kill of an earlier child shows now
+        ok = got.count(b"+") == 5 and all(os.waitpid(k, os.WNOHANG)[0] == 0 for k in kids)
         """) + _ANSWER_IF + "\nfor k in kids:\n    os.kill(k, 9)\n", "5 processes x 180 MB each, alive together"),
+    hostile("multi_process_over_sandbox_cap", A, "stdio", d("""
+        import os
+        r, w = os.pipe()
+        kids = []
+        for _ in range(14):
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    blob = b"\\x01" * (160 << 20)   # 160 MB touched, under a per-process 512 MB RLIMIT_AS
+                    os.write(w, b"+")
+                except MemoryError:
+                    os.write(w, b"-")
+                import time
+                time.sleep(10)
+                os._exit(0)
+            kids.append(pid)
+        got = b""
+        while len(got) < 14:
+            got += os.read(r, 14)
+        import time
+        time.sleep(0.5)  # an OOM kill of an earlier child shows now
+        ok = got.count(b"+") == 14 and all(os.waitpid(k, os.WNOHANG)[0] == 0 for k in kids)
+        """) + _ANSWER_IF + "\nfor k in kids:\n    os.kill(k, 9)\n",
+            "14 processes x 160 MB each (2.2 GB, over a 2 GB per-sandbox cap too), alive together"),
     hostile("tmpfs_fill", A, "stdio", _FILL + "ok = fill('/tmp/fill.bin') >= 700\n" + _ANSWER_IF,
             "writes 900 MB into /tmp"),
     hostile("dev_shm_fill", A, "stdio", _FILL + "ok = fill('/dev/shm/fill.bin') >= 700\n" + _ANSWER_IF,
