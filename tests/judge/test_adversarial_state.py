@@ -1,8 +1,9 @@
 """Adversarial suite, cross-submission state and secret leaks (issue 14, items 2 and 3).
 
 State: each pair (planter, reader) runs back to back on a one-worker judge; the reader must not find the planter's
-random token. Secrets: ``RLVR_RED_TEAM_API_KEY`` is planted in this process's environment at import (before any
-judge of the session starts), and again before this module's own judge starts; no output may contain it."""
+random token. Secrets: ``RLVR_RED_TEAM_API_KEY`` is planted in this process's environment when the corpus is imported
+(collection time, before any judge of the session starts) and is set again before this module's own judge starts; no
+output may contain it."""
 
 from __future__ import annotations
 
@@ -10,14 +11,13 @@ import os
 import secrets
 
 import pytest
-from hostile import OK_VERDICTS, PROBES, cases, describe, judge_hostile
+from hostile import HOST_SECRET, HOST_SECRET_ENV, OK_VERDICTS, PROBES, cases, describe, judge_hostile
 from hostile import secrets as secret_programs
 from hostile.state import PAIRS
 
 from rlvr.judge import Judge
 
-SECRET_ENV = "RLVR_RED_TEAM_API_KEY"
-SECRET = os.environ.setdefault(SECRET_ENV, "sk-redteam-" + secrets.token_hex(16))
+SECRET_ENV, SECRET = HOST_SECRET_ENV, HOST_SECRET  # planted when ``hostile`` is imported (collection time)
 
 
 @pytest.fixture(scope="module")
