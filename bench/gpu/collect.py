@@ -2,7 +2,8 @@
 
 Reads, in the prepared folder ``--repo``: the part rows ``<res>/parts.jsonl`` written by ``run_gpu.sh`` (``part``,
 ``rc``, ``wall_s``, ``peak_gpu_mib`` = the highest ``nvidia-smi`` ``memory.used`` sample of the part, MiB, all
-processes); the stage metrics (``metrics/*.json``: baseline ``gen_tokens``/``gen_wall_s``; training ``steps``); the
+processes); the stage metrics (``metrics/*.json``: baseline ``avg_generated_tokens`` × ``n_samples`` over
+``gen_wall_s``, generation only; training ``steps``); the
 verl file-logger lines (``.cache/train/<stage>/…/logs/attempt-*.jsonl``: per step ``timing_s/gen`` (rollout
 generation), ``timing_s/reward`` (reward outside the agent loop), ``timing_s/update_actor`` (training),
 ``timing_s/step`` (the whole step, seconds), ``response_length/mean`` (tokens)) and the rollout dumps
@@ -105,7 +106,7 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
         metrics = json.loads(m.read_text(encoding="utf-8"))
         if name.startswith(("baseline", "big_baseline")):
             ds = {k: v for k, v in metrics.items() if k != "protocol"}
-            tok = sum(v.get("gen_tokens") or 0 for v in ds.values())
+            tok = sum((v.get("avg_generated_tokens") or 0) * (v.get("n_samples") or 0) for v in ds.values())
             wall = sum(v.get("gen_wall_s") or 0 for v in ds.values())
             out.update(keys=sorted(next(iter(ds.values())).keys()) if ds else [], datasets=sorted(ds),
                        accepted_at_1={k: v.get("accepted@1") for k, v in ds.items()}, gen_tokens=tok,
