@@ -28,22 +28,23 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import yaml
-from pydantic import Field, ValidationError
-
-from rlvr.config import ConfigError, Section
+from rlvr.config import ConfigError
 from rlvr.io import atomic_write_text
+from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
 
 __all__ = [
     "LOSS_AGG_MODE",
     "REWARD_FUNCTION_PATH",
     "VerlParams",
     "VerlProfile",
+    "epochs_for",
     "grpo_command",
     "grpo_overrides",
     "load_profile",
+    "local_or_id",
+    "save_freq_for",
     "sft_command",
     "sft_overrides",
     "write_overrides",
@@ -64,108 +65,30 @@ LOSS_AGG_MODE: dict[str, str] = {
 }
 
 
-class VerlProfile(Section):
-    """A hardware recipe (``profiles/*.yaml``); all sizes per GPU unless said otherwise.
+def epochs_for(total_epochs: int, total_training_steps: int | None) -> int:
+    """``trainer.total_epochs`` for verl: ``total_epochs``, raised to ``total_training_steps`` when that is set.
 
-    Fields (verl 0.9.1 key in brackets, ``a.`` = ``actor_rollout_ref.``):
-        model: default model (Hub id or local path) [``a.model.path``], used when ``verl.model`` is unset.
-        n_gpus_per_node / nnodes [``trainer.*``].
-        use_dynamic_bsz / ppo_max_token_len_per_gpu: token-packed micro batches [``a.actor.*``].
-        ppo_micro_batch_size_per_gpu [``a.actor.*``]; log_prob_micro_batch_size_per_gpu [``a.rollout.*``,
-            ``a.ref.*``].
-        gradient_checkpointing [``a.model.enable_gradient_checkpointing``]; use_remove_padding [``a.model.*``].
-        param_offload / optimizer_offload [``a.actor.fsdp_config.*``]; ref_param_offload [``a.ref.fsdp_config.*``].
-        rollout_tp [``a.rollout.tensor_model_parallel_size``]; gpu_memory_utilization (fraction of GPU memory vLLM
-            may take) / max_num_batched_tokens / max_num_seqs [``a.rollout.*``].
-        reward_num_workers [``reward.num_workers``].
-        sft_micro_batch_size_per_gpu / sft_max_token_len_per_gpu [SFT ``data.*``].
-        extra_overrides: further Hydra overrides appended verbatim (last one wins).
-    """
-
-    model: str
-    n_gpus_per_node: int = Field(8, gt=0)
-    nnodes: int = Field(1, gt=0)
-    use_dynamic_bsz: bool = True
-    ppo_max_token_len_per_gpu: int = Field(16384, gt=0)
-    ppo_micro_batch_size_per_gpu: int = Field(4, gt=0)
-    log_prob_micro_batch_size_per_gpu: int = Field(8, gt=0)
-    gradient_checkpointing: bool = True
-    use_remove_padding: bool = True
-    param_offload: bool = False
-    optimizer_offload: bool = False
-    ref_param_offload: bool = True
-    rollout_tp: int = Field(1, gt=0)
-    gpu_memory_utilization: float = Field(0.6, gt=0, le=1)
-    max_num_batched_tokens: int = Field(8192, gt=0)
-    max_num_seqs: int = Field(256, gt=0)
-    reward_num_workers: int = Field(8, gt=0)
-    sft_micro_batch_size_per_gpu: int = Field(4, gt=0)
-    sft_max_token_len_per_gpu: int = Field(8192, gt=0)
-    extra_overrides: list[str] = Field(default_factory=list)
+    verl 0.9.1's trainers loop over epochs and stop at ``total_training_steps``, but also when the epochs run out,
+    and save the final checkpoint only at ``total_training_steps``: with fewer batches than steps (a small set, one
+    epoch) the run ended after the last batch with no checkpoint (seen on the H100: 2 of 5 GRPO steps). Every epoch
+    has at least one step, so ``total_training_steps`` epochs always reach the step count."""
+    return max(total_epochs, total_training_steps or 0)
 
 
-class VerlParams(Section):
-    """``params.yaml`` section ``verl``: what only the verl engine needs (hyperparameters; hardware is the profile).
+def save_freq_for(save_freq: int) -> int:
+    """``trainer.save_freq`` for verl's PPO/GRPO trainer: ``save_freq``, or 10**9 when it is <= 0.
 
-    Fields:
-        profile: path of the hardware recipe (``profiles/*.yaml``).
-        model: model to start from (Hub id or path); ``None`` = the profile's ``model``. The sft stage trains it; the
-            grpo stage starts from the sft/dpo output the stage passes in.
-        train_batch_size: prompts per GRPO step [``data.train_batch_size``]; each gets ``num_generations`` rollouts.
-        ppo_mini_batch_size: prompts per optimizer update [``actor.ppo_mini_batch_size``]; must divide
-            ``train_batch_size``.
-        max_prompt_length / max_response_length: tokens [``data.*``]; longer prompts are filtered out.
-        kl_loss_type: verl's KL estimator for the KL loss (``low_var_kl`` = Schulman's k3, as in GRPO).
-        lr_scheduler_type: ``constant`` | ``cosine`` (the only two verl 0.9.1 has).
-        total_epochs / total_training_steps: passes over the training prompts; steps (``None`` = from epochs).
-        save_freq / test_freq: steps between checkpoints / validations (-1 = never; verl always saves the last step).
-        max_ckpt_to_keep: checkpoints kept on disk (``None`` = all).
-        reward_function: ``compute_score_async`` (awaited on the reward loop) or ``compute_score``.
-        reward_manager: ``naive`` or ``rate_limited`` (then ``reward_max_concurrent`` requests and
-            ``reward_timeout_s`` seconds per call).
-        project_name: tracking project [``trainer.project_name``]; the experiment name is set per run.
-        loggers: ``trainer.logger`` backends besides ``console`` and ``file`` (which are always on; ``file`` feeds
-            the DVC plots), e.g. ``["wandb"]``.
-        sft_train_batch_size: SFT sequences per optimizer step [``data.train_batch_size``]; sft_max_length: tokens
-            per SFT sample [``data.max_length``].
-    """
-
-    profile: str = "profiles/verl_8xh100_qwen7b.yaml"
-    model: str | None = None
-    train_batch_size: int = Field(128, gt=0)
-    ppo_mini_batch_size: int = Field(32, gt=0)
-    max_prompt_length: int = Field(1024, gt=0)
-    max_response_length: int = Field(2048, gt=0)
-    kl_loss_type: Literal["kl", "abs", "mse", "low_var_kl", "full"] = "low_var_kl"
-    lr_scheduler_type: Literal["constant", "cosine"] = "constant"
-    total_epochs: int = Field(1, gt=0)
-    total_training_steps: int | None = Field(None, gt=0)
-    save_freq: int = 20
-    test_freq: int = 10
-    max_ckpt_to_keep: int | None = Field(2, gt=0)
-    reward_function: Literal["compute_score_async", "compute_score"] = "compute_score_async"
-    reward_manager: Literal["naive", "rate_limited"] = "naive"
-    reward_max_concurrent: int = Field(64, gt=0)
-    reward_timeout_s: float = Field(600.0, gt=0)
-    project_name: str = "rlvr"
-    loggers: list[str] = Field(default_factory=list)
-    sft_train_batch_size: int = Field(64, gt=0)
-    sft_max_length: int = Field(3072, gt=0)
+    verl 0.9.1's v1 PPO trainer (``verl/trainer/ppo/v1/trainer_base.py``) saves only when ``save_freq > 0`` (then at
+    every multiple and at the last step), so ``-1`` left no checkpoint to merge (seen on the H100). A period longer
+    than any run saves the last step only, which is what ``save_freq: -1`` means here."""
+    return save_freq if save_freq > 0 else 10**9
 
 
-def load_profile(path: str | Path) -> VerlProfile:
-    """Read and validate a hardware recipe. Raises :class:`ConfigError` naming the file and field."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: verl profile not found")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
-        return VerlProfile.model_validate(data)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
-    except ValidationError as exc:
-        errs = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{p}: {errs}") from exc
+def local_or_id(model: str | Path) -> str:
+    """An existing local folder as an absolute path (verl's Ray workers and torchrun ranks do not run in the stage's
+    working directory), anything else (a Hub id) unchanged."""
+    p = Path(model)
+    return str(p.resolve()) if p.exists() else str(model)
 
 
 def _v(x: Any) -> str:
@@ -267,7 +190,7 @@ def grpo_overrides(
         ("data.filter_overlong_prompts", True),
         ("data.truncation", "error"),
         ("data.seed", grpo.seed),
-        (f"{a}.model.path", str(model_path)),
+        (f"{a}.model.path", local_or_id(model_path)),
         (f"{a}.model.enable_gradient_checkpointing", profile.gradient_checkpointing),
         (f"{a}.model.use_remove_padding", profile.use_remove_padding),
         (f"{a}.model.lora_rank", grpo.lora_r),
@@ -317,9 +240,9 @@ def grpo_overrides(
     pairs += [
         ("trainer.n_gpus_per_node", profile.n_gpus_per_node),
         ("trainer.nnodes", profile.nnodes),
-        ("trainer.total_epochs", verl.total_epochs),
+        ("trainer.total_epochs", epochs_for(verl.total_epochs, verl.total_training_steps)),
         ("trainer.total_training_steps", verl.total_training_steps),
-        ("trainer.save_freq", verl.save_freq),
+        ("trainer.save_freq", save_freq_for(verl.save_freq)),
         ("trainer.test_freq", verl.test_freq),
         ("trainer.val_before_train", True),
         ("trainer.logger", _loggers(verl)),
@@ -368,7 +291,7 @@ def sft_overrides(
         ("data.use_dynamic_bsz", profile.use_dynamic_bsz),
         ("data.max_length", verl.sft_max_length),
         ("data.truncation", "error"),
-        ("model.path", str(model_path)),
+        ("model.path", local_or_id(model_path)),
         ("model.enable_gradient_checkpointing", profile.gradient_checkpointing),
         ("model.use_remove_padding", profile.use_remove_padding),
         ("model.lora_rank", sft.lora_r),

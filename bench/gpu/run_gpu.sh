@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The GPU suite: run inside a folder made by bench/gpu/prepare.py, on a machine with one CUDA GPU and the wheels of
+# bench/gpu/wheels.txt installed into $SITE (bench/gpu/stage.sh install). No network needed.
+#
+#   bash bench/gpu/run_gpu.sh [PART ...]      # default: all parts in order
+#
+# Parts: env baseline_hf baseline_vllm baseline_openai sft grpo repair big_baseline big_grpo. Each runs a stage script
+# directly (no DVC), timed, with `nvidia-smi` sampling GPU memory every 0.5 s; its log goes to $RES/logs/<part>.log
+# and its row (rc, wall seconds, peak GPU memory) to $RES/parts.jsonl. Results accumulate in $RES across calls, and
+# bench/gpu/collect.py writes $OUT/results.json (+ $OUT/logs.tar.gz) after every call.
+# GRPO_MODEL: the grpo part's input model (models/sft). Environment: SITE (/root/site), RES (/root/gpu_results), OUT (./out), BWRAP_DEB (a bubblewrap .deb to unpack when
+# no bwrap is on PATH), PART_TIMEOUT_S (540).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+SITE="${SITE:-/root/site}"; RES="${RES:-/root/gpu_results}"; OUT="${OUT:-$PWD/out}"
+PART_TIMEOUT_S="${PART_TIMEOUT_S:-540}"
+mkdir -p "$RES/logs" "$OUT"
+export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PATH="$SITE/bin:$PATH"
+export RLVR_SANDBOX_WORKERS="${RLVR_SANDBOX_WORKERS:-4}" RLVR_CACHE_DIR="$PWD/.cache" WANDB_MODE=disabled TOKENIZERS_PARALLELISM=true PYTHONUNBUFFERED=1
+# vLLM 0.26's sampler imports flashinfer unless told not to; flashinfer-python is not carried (bench/gpu/resolve.py)
+export VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 RAY_USAGE_STATS_ENABLED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
+  deb="${BWRAP_DEB:-$(ls .whl/deb/bubblewrap_*.deb bench/gpu/*.deb 2>/dev/null | head -1)}"
+  # not under /root (mode 700): the judge runs bwrap as an unprivileged uid, which must reach the binary
+  if [ -n "$deb" ]; then dpkg -x "$deb" /opt/bwrap && export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap; fi
+fi
+PY=python3
+
+part() {  # part NAME COMMAND...: run, time, sample GPU memory, record
+  local name="$1"; shift
+  local log="$RES/logs/$name.log" mem="$RES/logs/$name.mem"
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$mem" 2>/dev/null & local smi=$!
+  local t0; t0=$(date +%s%3N)
+  echo "== $name: $*" | tee "$log"
+  timeout "$PART_TIMEOUT_S" bash -c '"$@"' _ "$@" >> "$log" 2>&1; local rc=$?
+  local t1; t1=$(date +%s%3N); local wall; wall=$(python3 -c "print(($t1 - $t0) / 1000)")
+  kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+  local peak; peak=$(sort -n "$mem" | tail -1)
+  echo "{\"part\": \"$name\", \"rc\": $rc, \"wall_s\": $wall, \"peak_gpu_mib\": ${peak:-null}}" \
+    >> "$RES/parts.jsonl"
+  echo "== $name: rc=$rc, $wall s, peak ${peak:-?} MiB"; tail -n 25 "$log"
+}
+
+serve_and_baseline() {  # vllm serve models/base on :8000, run the openai-backend baseline against it, stop it
+  $PY -m vllm.entrypoints.cli.main serve models/base --served-model-name base --port 8000 \
+    --gpu-memory-utilization 0.3 --max-model-len 2048 --generation-config vllm > "$RES/logs/vllm_serve.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 180); do
+    curl -sf http://127.0.0.1:8000/v1/models >/dev/null && break
+    kill -0 "$pid" 2>/dev/null || { echo "vllm serve exited"; tail -40 "$RES/logs/vllm_serve.log"; return 1; }
+    sleep 1
+  done
+  $PY stages/baseline.py --params params.openai.yaml --out-dir data/baseline_openai \
+    --metrics metrics/baseline_openai.json; local rc=$?
+  kill "$pid"; wait "$pid" 2>/dev/null
+  return $rc
+}
+
+run_part() {
+  case "$1" in
+    env) part env $PY bench/gpu/collect.py --env-only --res "$RES" ;;
+    baseline_hf) part baseline_hf $PY stages/baseline.py --out-dir data/baseline_hf --metrics metrics/baseline_hf.json ;;
+    baseline_vllm) part baseline_vllm $PY stages/baseline.py --params params.vllm.yaml --out-dir data/baseline_vllm \
+      --metrics metrics/baseline_vllm.json ;;
+    baseline_openai) part baseline_openai serve_and_baseline ;;
+    sft) part sft $PY stages/sft.py ;;
+    grpo) part grpo $PY stages/grpo.py --seed 1 --model "${GRPO_MODEL:-models/sft}" ;;
+    repair) part repair $PY stages/repair.py --model models/grpo/seed-1 ;;
+    big_baseline) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+      part big_baseline $PY stages/baseline.py --params params.big.yaml --out-dir data/big_baseline_vllm \
+        --metrics metrics/big_baseline_vllm.json ;;
+    big_grpo) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+      part big_grpo $PY stages/grpo.py --seed 1 --model models/big --out-root models/big_grpo \
+        --metrics-root metrics/big_grpo --eval-root metrics/big_eval --eval-dir data/eval/big ;;
+    *) echo "unknown part $1" >&2; return 2 ;;
+  esac
+}
+
+export -f part serve_and_baseline; export PY RES PART_TIMEOUT_S
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(env baseline_hf baseline_vllm baseline_openai sft grpo repair big_baseline big_grpo)
+for p in "${parts[@]}"; do run_part "$p"; done
+$PY bench/gpu/collect.py --res "$RES" --repo . --out "$OUT/results.json"
+tar czf "$OUT/logs.tar.gz" -C "$RES" logs parts.jsonl -C "$PWD" metrics $(ls -d .cache/train/*/*/logs \
+  .cache/train/*/*/*/logs .cache/train/*/*/verl_*.* .cache/train/*/*/*/verl_*.* .cache/train/*/*/tool_config.yaml \
+  2>/dev/null)
+ls -la "$OUT"
