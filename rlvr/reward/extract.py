@@ -27,7 +27,7 @@ def clean_completion(text: Any) -> str:
     sequences, other non-strings ``str()``-ed, lone surrogates replaced by U+FFFD (surrogate-escaped bytes are
     restored and decoded the same way). Never raises.
 
-    >>> clean_completion(b"ok\xff"), clean_completion("a\udcffb"), clean_completion(None)
+    >>> clean_completion(b"ok\\xff"), clean_completion("a\\udcffb"), clean_completion(None)
     ('ok\ufffd', 'a\ufffdb', '')
     """
     if text is None:
