@@ -15,8 +15,8 @@ per-input times) and each solution is checked as
 process per solution and group, per-input limit ``max(min_time_limit, gt_time_limit_factor * gt_time)``).
 
 Input lines: ``{"task_id", "solution_id", "solution"}``. Output lines: ``{"task_id", "solution_id", "base_status",
-"plus_status"}`` with EvalPlus's statuses (``pass`` / ``fail`` / ``timeout``). ``--gt-times`` also writes the
-ground-truth per-input times (seconds) of every task.
+"plus_status"}`` with EvalPlus's statuses (``pass`` / ``fail`` / ``timeout``). ``--only`` re-checks the listed
+solutions (the disagreements ``compare.py --pairs-out`` wrote), for ``compare.py --recheck``.
 """
 
 from __future__ import annotations
@@ -100,6 +100,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--gt-cache", required=True, help="pickle of the ground truth (computed once, then reused)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", default="", help="JSONL of {task_id, solution_id}: re-check only these (one at a time)")
     args = ap.parse_args()
     problems, not_none, cfg = _import_evalplus(args.dataset, args.data)
     if not os.path.exists(args.gt_cache):
@@ -111,6 +112,9 @@ def main() -> None:
         print(f"ground truth of {len(gt)} tasks in {time.time() - t0:.1f} s", file=sys.stderr)
     rows = [json.loads(line) for line in open(args.solutions, encoding="utf-8") if line.strip()]
     rows = [r for r in rows if r["task_id"] in problems]
+    if args.only:
+        keep = {(r["task_id"], r["solution_id"]) for r in map(json.loads, open(args.only, encoding="utf-8"))}
+        rows = [r for r in rows if (r["task_id"], r["solution_id"]) in keep]
     t0 = time.time()
     with ProcessPoolExecutor(args.workers, initializer=_init, initargs=(args.dataset, args.data, args.gt_cache)) as ex:
         results = list(ex.map(_check, rows, chunksize=4))

@@ -3,7 +3,8 @@
 stdio (:func:`compare_stdout`): token-wise and whitespace-insensitive, as Codeforces/CodeContests checkers and
 ``prime_code`` do — trailing spaces, CRLF, extra blank lines at the end and runs of spaces inside a line are accepted;
 comparison is case-sensitive; tokens must match exactly unless the problem declares a float tolerance (then two tokens
-that both parse as floats match when ``|a-b| <= tol * max(1, |b|)``, ``b`` the expected value, up to testlib's 1e-15
+that are both doubles as testlib's ``stringToDouble`` reads them — only ``0-9 . e E + -``, the whole token; so not
+``1_0``, ``nan``, ``inf`` — match when ``|a-b| <= tol * max(1, |b|)``, ``b`` the expected value, up to testlib's 1e-15
 slack: the ``doubleCompare`` rule of testlib.h, github.com/MikeMirzayanov/testlib, which Codeforces checkers such as
 ``rcmp6``/``rcmp9`` apply to every token; a statement's tolerance is read by :mod:`rlvr.data.tolerance`). A prefix of
 the expected output, or extra output lines, are rejected. Line structure is kept: ``"1 2"`` vs ``"1\\n2"`` differ.
