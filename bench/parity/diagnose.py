@@ -30,6 +30,7 @@ def main() -> None:
     ap.add_argument("--solutions", required=True)
     ap.add_argument("--gt-cache", required=True)
     ap.add_argument("--pairs", nargs="+", required=True, help="TASK_ID:SOLUTION_ID")
+    ap.add_argument("--modes", default="default,no-memory-cap,time-x100", help="comma-separated subset of the modes")
     args = ap.parse_args()
     problems, _, cfg = _import_evalplus(args.dataset, args.data)
     import evalplus.eval as ev
@@ -43,6 +44,8 @@ def main() -> None:
             for label, env, factor in (("default", None, cfg.DEFAULT_GT_TIME_LIMIT_FACTOR),
                                        ("no-memory-cap", "-1", cfg.DEFAULT_GT_TIME_LIMIT_FACTOR),
                                        ("time-x100", None, 100.0)):
+                if label not in args.modes.split(","):
+                    continue
                 if env is not None:
                     os.environ["EVALPLUS_MAX_MEMORY_BYTES"] = env
                 else:
