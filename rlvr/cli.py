@@ -179,9 +179,12 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
     ``task_id`` matches a problem's full id or its native id (``HumanEval/0`` → ``humaneval/HumanEval/0``).
     ``completion`` samples are judged as ``starter_code + completion`` (the HumanEval/EvalPlus convention). Uses the
     judge of ``rlvr.judge.client.get_judge`` (remote when ``RLVR_SANDBOX_URL`` is set). Output fields: ``task_id``,
-    ``problem_id``, ``verdict``, ``passed``, ``total``, ``pass_ratio``, ``judge_s`` (seconds), ``message``."""
+    ``problem_id``, ``verdict``, ``passed``, ``total``, ``pass_ratio``, ``judge_s`` (seconds), ``message``; for
+    EvalPlus datasets also ``base_status`` / ``plus_status`` (``pass``/``fail``, EvalPlus's fields: the base inputs and
+    the plus inputs, :mod:`rlvr.eval.evalplus_columns`)."""
     from collections import Counter
 
+    from rlvr.eval.evalplus_columns import group_statuses
     from rlvr.io import atomic_write_jsonl
     from rlvr.judge import client
     from rlvr.judge.verdict import VERDICTS
@@ -209,7 +212,7 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
     results = judge.judge_many(items)
     rows = [
         {"task_id": s["task_id"], "problem_id": p.id, "verdict": r.verdict, "passed": r.passed, "total": r.total,
-         "pass_ratio": r.pass_ratio, "judge_s": round(r.judge_s, 4), "message": r.message}
+         "pass_ratio": r.pass_ratio, "judge_s": round(r.judge_s, 4), "message": r.message, **group_statuses(p, r)}
         for s, (p, _), r in zip(samples, items, results, strict=True)
     ]
     atomic_write_jsonl(out_path, rows)
@@ -221,6 +224,10 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
             click.echo(f"  {v:<14} {counts[v]:>6}  ({counts[v] / n:.1%})")
     acc = counts["accepted"] / n if n else 0.0
     click.echo(f"accepted fraction: {acc:.4f} ({counts['accepted']}/{n})")
+    if n and any("base_status" in r for r in rows):
+        nb = sum(r.get("base_status") == "pass" for r in rows)
+        npl = sum(r.get("base_status") == r.get("plus_status") == "pass" for r in rows)
+        click.echo(f"EvalPlus columns: base {nb / n:.4f} ({nb}/{n}), base+plus {npl / n:.4f} ({npl}/{n})")
 
 
 if __name__ == "__main__":

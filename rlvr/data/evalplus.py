@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rlvr.data.errors import DataError
+from rlvr.data.evalplus_oracles import oracle_kind, oracle_test
 from rlvr.data.records import func_docstring, get_field, make_problem, time_limit
 from rlvr.data.schema import AssertTest, CallTest, Problem
 
@@ -18,7 +19,8 @@ __all__ = ["MBPP_NOT_NONE", "MBPP_SET_EQ", "mbppplus_restore_inputs", "norm_huma
 
 
 def _call_tests(base: list[Any], plus: list[Any], atol: float) -> list[CallTest]:
-    return [CallTest(args=repr(list(a)), atol=atol) for a in [*base, *plus]]
+    return [CallTest(args=repr(list(a)), atol=atol, group="base") for a in base] + [
+        CallTest(args=repr(list(a)), atol=atol, group="plus") for a in plus]
 
 
 def _inputs(rec: dict[str, Any], key: str, where: str) -> list[Any]:
@@ -40,6 +42,15 @@ def _atol(rec: dict[str, Any], where: str) -> float:
         raise DataError(f"{where}: field 'atol': not a number: {a!r}") from exc
 
 
+def _oracle(source: str, entry: str, opts: dict[str, Any], where: str) -> str | None:
+    """EvalPlus special oracle of ``entry`` (:func:`rlvr.data.evalplus_oracles.oracle_kind`); the loader option
+    ``evalplus_release`` (e.g. ``"0.3.1"``) reproduces that evaluator release's known bugs."""
+    try:
+        return oracle_kind(source, entry, opts.get("evalplus_release"))
+    except ValueError as exc:
+        raise DataError(f"{where}: option 'evalplus_release': {exc}") from exc
+
+
 def norm_humanevalplus(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
     """HumanEval+ record (``task_id, prompt, entry_point, canonical_solution, base_input, plus_input, atol``) →
     Problem with call tests (``expected=None``)."""
@@ -57,7 +68,8 @@ def norm_humanevalplus(rec: dict[str, Any], where: str, split: str | None, opts:
         time_limit_s=time_limit("humanevalplus", opts.get("time_limit_s")),
         solutions=[prompt + sol],
         meta={"task_id": tid, "version": opts.get("version"), "n_base": len(base), "n_plus": len(plus),
-              "statement_in_starter": doc is not None},
+              "statement_in_starter": doc is not None, "evalplus_atol": _atol(rec, where),
+              "evalplus_oracle": _oracle("humanevalplus", entry, opts, where)},
     )
 
 
@@ -117,10 +129,9 @@ MBPP_NOT_NONE = frozenset({"check_str", "text_match_three", "text_starta_endb"})
 
 
 def _not_none_tests(tests: list[CallTest], solution: str, entry: str) -> list[AssertTest]:
-    """EvalPlus' not-None oracle as assert tests: the reference (defined inside the test code) decides whether the
-    result must be ``None``."""
-    return [AssertTest(code=f"{solution}\n_a = {t.args}\nassert (candidate(*_a) is not None) == "
-                            f"({entry}(*_a) is not None)\n") for t in tests]
+    """EvalPlus' not-None oracle as assert tests (:func:`rlvr.data.evalplus_oracles.oracle_test`): the reference
+    (defined inside the test code) decides whether the result must be ``None``; a ``bool`` result must equal that."""
+    return [oracle_test("not_none", t, None, 0.0, reference=solution, entry_point=entry) for t in tests]
 
 
 def norm_mbppplus(rec: dict[str, Any], where: str, split: str | None, opts: dict[str, Any]) -> Problem:
@@ -137,7 +148,7 @@ def norm_mbppplus(rec: dict[str, Any], where: str, split: str | None, opts: dict
         raise DataError(f"{where}: field 'base_input/plus_input': type restoration failed: {exc}") from exc
     statement = prompt.strip().strip('"').strip()
     tests: list[Any] = _call_tests(base, plus, _atol(rec, where))
-    oracle = "set_eq" if entry in MBPP_SET_EQ else ("not_none" if entry in MBPP_NOT_NONE else None)
+    oracle = _oracle("mbppplus", entry, opts, where)
     if oracle == "not_none":
         tests = _not_none_tests(tests, sol, entry)
     return make_problem(
@@ -146,7 +157,7 @@ def norm_mbppplus(rec: dict[str, Any], where: str, split: str | None, opts: dict
         statement=statement, entry_point=entry, tests=tests,
         time_limit_s=time_limit("mbppplus", opts.get("time_limit_s")), solutions=[sol.lstrip("\n")],
         meta={"task_id": tid, "version": opts.get("version"), "n_base": len(base), "n_plus": len(plus),
-              "assertion": rec.get("assertion", ""), "evalplus_oracle": oracle},
+              "assertion": rec.get("assertion", ""), "evalplus_oracle": oracle, "evalplus_atol": _atol(rec, where)},
     )
 
 

@@ -4,8 +4,11 @@ A :class:`CallTest` with ``expected=None`` gets the ``repr`` of what the
 problem's first reference solution returns, computed by the judge (``call_outputs``). Tests whose output cannot be
 computed (exception, timeout, non-builtin value) are removed and reported; a problem left without tests, or without a
 reference solution, is dropped and reported. As EvalPlus' ``assertion`` does, a test with ``atol == 0`` whose
-expected value is a float (or a list/tuple of floats) gets ``atol = 1e-6``; problems marked
-``meta['evalplus_oracle'] == 'set_eq'`` get assert tests ``set(candidate(*args)) == set(expected)`` instead.
+expected value is a float (or a list/tuple of floats) gets ``atol = 1e-6`` (EvalPlus problems: in order per group,
+with EvalPlus's carry-over, :func:`rlvr.data.evalplus_oracles.evalplus_atols`); problems with an EvalPlus special
+oracle (``meta['evalplus_oracle']``: set comparison, ``find_zero``, …) get the assert tests of
+:func:`rlvr.data.evalplus_oracles.oracle_test` instead, and EvalPlus problems get per-test time limits from the
+reference's times (:func:`rlvr.data.evalplus_limits.set_time_limits`, when the judge can ``judge``).
 
 """
 
@@ -16,7 +19,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
-from rlvr.data.schema import AssertTest, CallTest, Problem
+from rlvr.data.evalplus_limits import is_evalplus, set_time_limits
+from rlvr.data.evalplus_oracles import evalplus_atols, oracle_test
+from rlvr.data.schema import CallTest, Problem
 from rlvr.progress import progress
 
 __all__ = ["EVALPLUS_FLOAT_ATOL", "canonical_set_literal", "fill_expected"]
@@ -109,12 +114,14 @@ def fill_expected(
                 new_tests.append(t)
             elif value is None:
                 failed += 1
-            elif p.meta.get("evalplus_oracle") == "set_eq":  # EvalPlus compares these outputs as sets
-                code = f"assert set(candidate(*{t.args})) == set({canonical_set_literal(value)})"
-                new_tests.append(AssertTest(code=code, public=t.public))
+            elif p.meta.get("evalplus_oracle"):  # EvalPlus special oracle (rlvr.data.evalplus_oracles)
+                exp = canonical_set_literal(value) if p.meta["evalplus_oracle"] == "set_eq" else value
+                new_tests.append(oracle_test(p.meta["evalplus_oracle"], t, exp, float(p.meta.get("evalplus_atol", 0))))
             else:
                 atol = EVALPLUS_FLOAT_ATOL if t.atol == 0 and _is_floats(value) else t.atol
                 new_tests.append(t.model_copy(update={"expected": value, "atol": atol}))
+        if "evalplus_atol" in p.meta:  # EvalPlus's in-order float tolerance rule
+            new_tests = evalplus_atols(new_tests, float(p.meta["evalplus_atol"]))
         report["tests_computed"] += len(calls) - failed
         report["tests_failed"] += failed
         if failed:
@@ -124,4 +131,6 @@ def fill_expected(
             continue
         report["problems_computed"] += 1
         kept.append(p.model_copy(update={"tests": new_tests}))
+    if hasattr(judge, "judge") and any(is_evalplus(p) for p in kept):  # EvalPlus per-test limits from the reference
+        kept, report["time_limits"] = set_time_limits(kept, judge, workers=workers)
     return kept, report

@@ -36,33 +36,43 @@ class _Strict(BaseModel):
 
 
 class StdioTest(_Strict):
-    """A stdin/stdout test: ``stdin`` text fed to the program, ``stdout`` the expected output text."""
+    """A stdin/stdout test: ``stdin`` text fed to the program, ``stdout`` the expected output text; ``time_limit_s``
+    this test's own wall limit in seconds (``None``: ``Problem.time_limit_s``)."""
 
     kind: Literal["stdio"] = "stdio"
     stdin: str
     stdout: str
     public: bool = False
+    time_limit_s: float | None = None
 
 
 class CallTest(_Strict):
     """A function-call test: ``args`` is a Python literal list of positional arguments (``repr`` form, so tuples,
     sets and complex numbers survive), ``expected`` the Python literal of the return value, ``atol`` the absolute
-    float tolerance (0 = exact), as in EvalPlus."""
+    float tolerance (0 = exact), as in EvalPlus. ``group``: ``"base"``/``"plus"`` for EvalPlus tests (which of the
+    benchmark's input sets it comes from; ``None`` elsewhere). ``time_limit_s``: this test's own wall limit, seconds
+    (``None``: ``Problem.time_limit_s``); EvalPlus tests get ``max(1 s, 4 × the ground truth's time)``, see
+    :mod:`rlvr.data.evalplus_limits`. Both fields exist on every test kind."""
 
     kind: Literal["call"] = "call"
     args: str
     expected: str | None = None
     atol: float = 0.0
     public: bool = False
+    group: Literal["base", "plus"] | None = None
+    time_limit_s: float | None = None
 
 
 class AssertTest(_Strict):
     """Assertion code run after the solution with ``candidate`` bound to the entry point; passes if it raises
-    nothing. HumanEval's ``check(candidate)`` and MBPP's ``assert`` lines are this kind."""
+    nothing. HumanEval's ``check(candidate)`` and MBPP's ``assert`` lines are this kind. ``group`` / ``time_limit_s``:
+    as for :class:`CallTest` (EvalPlus special oracles are assert tests)."""
 
     kind: Literal["assert"] = "assert"
     code: str
     public: bool = False
+    group: Literal["base", "plus"] | None = None
+    time_limit_s: float | None = None
 
 
 Test = Annotated[StdioTest | CallTest | AssertTest, Field(discriminator="kind")]

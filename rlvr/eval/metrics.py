@@ -22,6 +22,9 @@ Definitions (``N`` = samples, ``T`` = tasks, ``n`` = samples per task, ``c`` = a
 * ``cost_per_solved``: ``tokens_per_solved`` = all generated tokens / solved tasks, ``judge_s_per_solved`` = all judge
   seconds / solved tasks; a task is solved when at least one of its samples is accepted. ``None`` when no task is
   solved (the cost is unbounded, not zero).
+* ``evalplus`` (only when rows carry ``base_status``/``plus_status``, i.e. EvalPlus datasets): ``{"base":
+  {"accepted@1", "pass@k"}, "plus": {...}, "n_tasks"}``, ``base`` = the original benchmark (HumanEval, MBPP),
+  ``plus`` = base and plus inputs both pass (HumanEval+, MBPP+): :func:`rlvr.eval.evalplus_columns.evalplus_metrics`.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from rlvr.eval.evalplus_columns import evalplus_metrics
 from rlvr.judge.verdict import VERDICTS
 
 __all__ = ["EXEC_OK", "compute_metrics", "pass_at_k", "per_task_counts", "percentile"]
@@ -149,4 +153,7 @@ def compute_metrics(
             "judge_s_per_solved": (sum(judge_s) / solved) if solved else None,
         }
     )
+    ep = evalplus_metrics(rows, ks)
+    if ep is not None:  # EvalPlus datasets: the original benchmark's column and the "+" column from one run
+        m["evalplus"] = ep
     return m

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rlvr.data.schema import Problem
+from rlvr.eval.evalplus_columns import group_statuses
 from rlvr.eval.metrics import compute_metrics, per_task_counts
 from rlvr.eval.provenance import model_tag as provenance_tag
 from rlvr.eval.qa import write_qa_logs
@@ -173,10 +174,12 @@ def evaluate(
     for r, res in zip(to_judge, results, strict=True):
         r.update(verdict=res.verdict, passed=res.passed, total=res.total, pass_ratio=res.pass_ratio,
                  judge_s=res.judge_s, message=first_failure_message(res))
+        r.update(group_statuses(by_id[r["task_id"]], res))  # EvalPlus base/plus columns
     for r in rows:
         if r["code"] is None:
             r.update(verdict="syntax_error", passed=0, total=len(by_id[r["task_id"]].tests), pass_ratio=0.0,
                      judge_s=0.0, message=NO_CODE_MESSAGE)
+            r.update(group_statuses(by_id[r["task_id"]], None))
 
     gen_rows = [r for t in todo for r in rows[t * n : (t + 1) * n]]
     metrics = compute_metrics(rows, ks=ks, greedy=sampling.greedy, gen_wall_s=gen_wall,

@@ -40,11 +40,14 @@ def test_float_tolerance_follows_testlib_double_compare():
     assert compare_stdout("-2000\n", "-2000.0019\n", float_tolerance=1e-6)
     # testlib's 1e-15 slack: a difference that is 1e-6 up to binary rounding is accepted
     assert compare_stdout("0.5\n", "0.500001\n", float_tolerance=1e-6)
-    # NaN only matches NaN; infinite expectations only a same-signed infinity
-    assert compare_stdout("nan\n", "NaN\n", float_tolerance=1e-6)
+    # testlib's stringToDouble reads no "nan"/"inf" spelling (only 0-9 . e E + -): such tokens match only themselves;
+    # an overflowing literal is infinite and only matches a same-signed infinity
+    assert not compare_stdout("nan\n", "NaN\n", float_tolerance=1e-6)
+    assert compare_stdout("nan\n", "nan\n", float_tolerance=1e-6)
     assert not compare_stdout("1\n", "nan\n", float_tolerance=1e-6)
-    assert compare_stdout("inf\n", "Infinity\n", float_tolerance=1e-6)
-    assert not compare_stdout("inf\n", "-inf\n", float_tolerance=1e-6)
+    assert not compare_stdout("inf\n", "Infinity\n", float_tolerance=1e-6)
+    assert compare_stdout("1e400\n", "2e999\n", float_tolerance=1e-6)
+    assert not compare_stdout("1e400\n", "-1e400\n", float_tolerance=1e-6)
     assert not compare_stdout("1e308\n", "5\n", float_tolerance=1e-6)
     assert not compare_stdout("5\n", "inf\n", float_tolerance=1e-6)
 
@@ -61,13 +64,30 @@ def test_parse_literal_roundtrips_reprs():
         parse_literal("__import__('os').system('true')")
 
 
-def test_values_equal_exact_types_and_float_tolerance():
+def test_values_equal_follows_evalplus_rule():
+    # evalplus 0.3.1 unsafe_execute: out == exp, else type + len + np.allclose(rtol=1e-7, atol) when atol applies
     assert values_equal([1, (2, 3)], [1, (2, 3)])
-    assert not values_equal([1, (2, 3)], [1, [2, 3]])  # tuple vs list
-    assert not values_equal(1, True)  # bool never stands for int
-    assert values_equal(2.0, 2)  # int may stand for a float expectation (EvalPlus)
-    assert values_equal(0.1 + 0.2, 0.3)
+    assert not values_equal([1, (2, 3)], [1, [2, 3]])  # tuple vs list: == is False, no tolerance for ints
+    assert values_equal(1, True)  # True == 1 in Python, so EvalPlus accepts it
+    assert values_equal(2, 2.0) and values_equal(2.0, 2)
+    assert not values_equal(3.0000001, 3)  # not ==, and type(int) is not type(float): EvalPlus's assert fails
+    assert values_equal(0.1 + 0.2, 0.3)  # float expectation: atol 1e-6
+    assert values_equal([1.0, 2.0], [1.0000001, 2.0])  # flat list of floats: atol 1e-6
+    assert not values_equal([1, 2.5], [1, 2.5000001])  # mixed list: not is_floats, exact only
+    assert not values_equal([[1.0]], [[1.0000001]])  # nested: exact only
+    assert values_equal([[1.0]], [[1.0000001]], atol=1e-6)  # ...unless the record (or carry-over) sets atol
+    assert not values_equal((1.0, 2.0), [1.0, 2.0])  # == False, then types differ
     assert not values_equal(0.3, 0.31)
     assert values_equal(1.0, 1.05, atol=0.1)
-    assert values_equal(float("nan"), float("nan"))
+    assert not values_equal(float("nan"), float("nan"))  # nan != nan and np.allclose(nan, nan) is False
+    assert not values_equal("a", "b", atol=1e-6)  # allclose raises on strings: a mismatch, not an error
     assert not values_equal({"a": 1}, {"a": 1, "b": 2})
+
+
+def test_values_equal_strict_semantics_kept():
+    assert not values_equal(1, True, semantics="strict")
+    assert values_equal(2.0, 2, semantics="strict")
+    assert values_equal(float("nan"), float("nan"), semantics="strict")
+    assert values_equal([[1.0]], [[1.0000001]], semantics="strict")
+    with pytest.raises(ValueError, match="unknown semantics"):
+        values_equal(1, 1, semantics="loose")

@@ -1,0 +1,148 @@
+"""EvalPlus's task-specific oracles and tolerance rule, as rlvr tests (so verdicts agree with EvalPlus task by task).
+
+Source: ``evalplus`` 0.3.1, ``evalplus/eval/__init__.py::unsafe_execute`` and ``evalplus/eval/_special_oracle.py``
+(Liu et al. 2023). The general rule (``out == exp``, else ``allclose`` with a tolerance) is
+:func:`rlvr.judge.compare.values_equal`; what it cannot express without the task is here:
+
+* ``set_eq`` (8 MBPP+ tasks, :data:`~rlvr.data.evalplus.MBPP_SET_EQ`): ``set(out) == set(exp)``.
+* ``not_none`` (3 MBPP+ regex tasks, :data:`~rlvr.data.evalplus.MBPP_NOT_NONE`): the expectation is whether the
+  reference's result is not ``None``; a ``bool`` result must equal it, any other result passes iff its
+  ``is not None`` equals it (so ``False`` where the reference returns a ``re.Match`` fails, ``False`` where it returns
+  ``None`` passes).
+* ``always`` (``are_equivalent``, Mbpp/164 of v0.1.0): any result passes (the task is ambiguous; EvalPlus's
+  ``exact_match or True``).
+* ``or_zero`` (``sum_div``, Mbpp/295 of v0.1.0): exact, or ``0``.
+* ``surface_area`` (Mbpp/581): exact, or ``|out - _surface_Area(*inp)| <= atol`` (EvalPlus's alternative reading).
+* ``digit_distance`` (Mbpp/558): exact, or equal to ``_digit_distance_nums(*inp)`` (zero-padded reading).
+* ``find_zero`` (HumanEval/32): ``|poly(xs, out)| <= atol``, the returned value is any root.
+* ``poly_root_0.3.1``: HumanEval/32 as the PyPI release ``evalplus`` 0.3.1 grades it: every solution fails (its
+  ``find_zero`` branch ``continue``s before recording the input as passed, so ``untrusted_check`` sees fewer results
+  than inputs and returns ``fail``; fixed upstream after 0.3.1). Chosen with the loader option
+  ``evalplus_release="0.3.1"`` (:data:`COMPAT`), to reproduce a table made with that release.
+
+Each becomes an :class:`~rlvr.data.schema.AssertTest` (the expected value or reference code inside the test code, as
+the benchmark's own tests are) keeping the call test's ``group`` and ``public``. :func:`evalplus_atols` applies
+EvalPlus's float tolerance rule *in order* over a group, including its carry-over: ``atol`` is a variable of the
+per-group loop, set to 1e-6 at the first float expectation and never reset, so later tests of the same group keep it.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from rlvr.data.schema import AssertTest, CallTest
+from rlvr.judge.compare import is_floats
+
+__all__ = ["COMPAT", "EVALPLUS_FLOAT_ATOL", "ORACLES", "evalplus_atols", "oracle_kind", "oracle_test"]
+
+EVALPLUS_FLOAT_ATOL = 1e-6
+
+# entry point → oracle, per EvalPlus dataset (``dataset == "mbpp"`` / ``"humaneval"`` branches of unsafe_execute)
+ORACLES: dict[str, dict[str, str]] = {
+    "mbppplus": {
+        "are_equivalent": "always", "sum_div": "or_zero", "surface_Area": "surface_area",
+        "digit_distance_nums": "digit_distance",
+        **dict.fromkeys(("similar_elements", "find_char_long", "common_in_nested_lists", "extract_singly",
+                         "larg_nnum", "intersection_array", "find_dissimilar", "Diff"), "set_eq"),
+        **dict.fromkeys(("check_str", "text_match_three", "text_starta_endb"), "not_none"),
+    },
+    "humanevalplus": {"find_zero": "poly_root"},
+}
+
+# evaluator release → {oracle: the oracle that release actually applies}; see docs/judge/parity.md
+COMPAT: dict[str, dict[str, str]] = {"0.3.1": {"poly_root": "poly_root_0.3.1"}}
+_KINDS = {k for d in ORACLES.values() for k in d.values()} | {k for d in COMPAT.values() for k in d.values()}
+
+_SURFACE_AREA = '''
+def _ep_surface_Area(base_edge, height):
+    import math
+    slant_height = math.sqrt((base_edge / 2) ** 2 + height**2)
+    return round(base_edge**2 + 4 * (base_edge * slant_height) / 2)
+'''
+_DIGIT_DISTANCE = '''
+def _ep_digit_distance_nums(num1, num2):
+    s1, s2 = str(num1), str(num2)
+    n = max(len(s1), len(s2))
+    s1, s2 = s1.zfill(n), s2.zfill(n)
+    return sum(abs(int(a) - int(b)) for a, b in zip(s1, s2))
+'''
+_POLY = '''
+def _ep_poly(xs, x):
+    import math
+    return sum([coeff * math.pow(x, i) for i, coeff in enumerate(xs)])
+'''
+
+
+def oracle_kind(source: str, entry_point: str | None, release: str | None = None) -> str | None:
+    """The EvalPlus special oracle of ``entry_point`` in dataset ``source`` (``humanevalplus``/``mbppplus``), or
+    ``None`` for the general rule; ``release``: an evaluator release of :data:`COMPAT` whose bugs to reproduce
+    (``None``: the corrected semantics). Raises ``ValueError`` for an unknown release."""
+    if release is not None and release not in COMPAT:
+        raise ValueError(f"evalplus_release {release!r}: known releases {sorted(COMPAT)}")
+    kind = ORACLES.get(source, {}).get(entry_point or "")
+    return COMPAT.get(release or "", {}).get(kind or "", kind)
+
+
+def oracle_test(kind: str, test: CallTest, expected: str | None, atol: float, reference: str = "",
+                entry_point: str = "") -> AssertTest:
+    """The assert test deciding ``test`` under oracle ``kind`` (see the module docstring).
+
+    Args:
+        kind: an oracle name of :data:`ORACLES`. test: the call test (``args`` literal, ``group``, ``public``,
+            ``time_limit_s`` are kept). expected: ``repr`` of the reference's result (not needed for ``not_none``
+            and ``always``). atol: the task's record ``atol``. reference / entry_point: the reference solution's
+            code and function name (``not_none`` computes the expectation by running it, as EvalPlus does at
+            ground-truth time).
+    Raises ``ValueError`` for an unknown kind or a missing expectation."""
+    a = test.args
+    if kind not in _KINDS:
+        raise ValueError(f"unknown EvalPlus oracle {kind!r}")
+    if kind not in ("not_none", "always", "poly_root_0.3.1") and expected is None:
+        raise ValueError(f"oracle {kind!r} needs the reference's result")
+    if kind == "set_eq":
+        code = f"assert set(candidate(*{a})) == set({expected})"
+    elif kind == "not_none":
+        code = (f"{reference}\n_ep_exp = {entry_point}(*{a}) is not None\n_ep_out = candidate(*{a})\n"
+                "assert (_ep_out == _ep_exp) if isinstance(_ep_out, bool) else (_ep_exp == (_ep_out is not None))\n")
+    elif kind == "always":
+        code = f"candidate(*{a})"
+    elif kind == "or_zero":
+        code = f"_ep_out = candidate(*{a})\nassert _ep_out == {expected} or _ep_out == 0"
+    elif kind == "surface_area":
+        code = f"{_SURFACE_AREA}\n_ep_out = candidate(*{a})\n" \
+               f"assert _ep_out == {expected} or abs(_ep_out - _ep_surface_Area(*{a})) <= {atol!r}"
+    elif kind == "digit_distance":
+        code = f"{_DIGIT_DISTANCE}\n_ep_out = candidate(*{a})\n" \
+               f"assert _ep_out == {expected} or _ep_out == _ep_digit_distance_nums(*{a})"
+    elif kind == "poly_root_0.3.1":
+        code = f"candidate(*{a})\nraise AssertionError('evalplus 0.3.1: find_zero inputs are never recorded as passed')"
+    else:  # poly_root
+        code = f"{_POLY}\n_ep_out = candidate(*{a})\nassert abs(_ep_poly(*{a}, _ep_out)) <= {atol!r}"
+    return AssertTest(code=code, public=test.public, group=test.group, time_limit_s=test.time_limit_s)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+
+
+def evalplus_atols(tests: list[Any], record_atol: float) -> list[Any]:
+    """Give each filled call test the ``atol`` EvalPlus compares it with: per group (base, then plus, each a fresh
+    loop of ``unsafe_execute``), start from the record's ``atol``; at the first test whose expectation
+    :func:`~rlvr.judge.compare.is_floats` and while ``atol == 0``, set it to 1e-6, and keep it for the rest of the
+    group. Tests that are not filled call tests are returned unchanged (they do not reset the carry)."""
+    out: list[Any] = []
+    carry: dict[Any, float] = {}
+    for t in tests:
+        if not isinstance(t, CallTest) or t.expected is None:
+            out.append(t)
+            continue
+        atol = carry.get(t.group, record_atol)
+        if atol == 0 and is_floats(_literal(t.expected)):
+            atol = EVALPLUS_FLOAT_ATOL
+        carry[t.group] = atol
+        out.append(t if t.atol == atol else t.model_copy(update={"atol": atol}))
+    return out
