@@ -9,7 +9,7 @@ test carries its ``group`` (:class:`rlvr.data.schema.CallTest`), so both statuse
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlvr.data.schema import Problem
@@ -38,14 +38,21 @@ def group_statuses(problem: Problem, result: JudgeResult | None) -> dict[str, st
     return out
 
 
-def evalplus_metrics(rows: Sequence[Mapping[str, Any]], ks: Sequence[int] = (1,)) -> dict[str, Any] | None:
+def evalplus_metrics(
+    rows: Sequence[Mapping[str, Any]],
+    ks: Sequence[int] = (1,),
+    *,
+    estimator: Callable[[Sequence[int], Sequence[int], int], Any],
+) -> dict[str, Any] | None:
     """Base and plus columns of judged rows that carry ``base_status``/``plus_status`` (``None`` if none does).
 
     Returns ``{"base": {"accepted@1", "pass@k"…}, "plus": {…}, "n_tasks"}``: ``base`` counts ``base_status ==
     "pass"`` (HumanEval / MBPP), ``plus`` counts ``base_status == plus_status == "pass"`` (HumanEval+ / MBPP+); the
     estimators are those of :func:`rlvr.eval.metrics.compute_metrics` over rows with ``task_id``, ``sample_index``.
-    Rows without the statuses count as failing both."""
-    from rlvr.eval.metrics import pass_at_k
+    Rows without the statuses count as failing both. ``estimator(ns, cs, k)`` -> per-task pass@k array: the caller's
+    unbiased estimator (:func:`rlvr.eval.metrics.pass_at_k`, passed in by ``compute_metrics`` so that this module does
+    not import it back)."""
+    pass_at_k = estimator
 
     if not any("base_status" in r for r in rows):
         return None

@@ -153,7 +153,7 @@ def compute_metrics(
             "judge_s_per_solved": (sum(judge_s) / solved) if solved else None,
         }
     )
-    ep = evalplus_metrics(rows, ks)
+    ep = evalplus_metrics(rows, ks, estimator=pass_at_k)
     if ep is not None:  # EvalPlus datasets: the original benchmark's column and the "+" column from one run
         m["evalplus"] = ep
     return m

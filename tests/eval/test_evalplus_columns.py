@@ -6,7 +6,7 @@ import pytest
 
 from rlvr.data.schema import CallTest, Problem
 from rlvr.eval.evalplus_columns import evalplus_metrics, group_statuses
-from rlvr.eval.metrics import compute_metrics
+from rlvr.eval.metrics import compute_metrics, pass_at_k
 from rlvr.judge.verdict import JudgeResult, TestResult
 
 
@@ -46,7 +46,7 @@ def _row(task, i, base, plus):
 def test_evalplus_metrics_columns():
     rows = [_row("a", 0, "pass", "fail"), _row("a", 1, "pass", "pass"),
             _row("b", 0, "pass", "pass"), _row("b", 1, "fail", "pass")]
-    m = evalplus_metrics(rows, ks=(1, 2))
+    m = evalplus_metrics(rows, ks=(1, 2), estimator=pass_at_k)
     assert m["base"]["accepted@1"] == 1.0 and m["plus"]["accepted@1"] == 0.5
     assert m["base"]["pass@1"] == pytest.approx(0.75) and m["plus"]["pass@1"] == pytest.approx(0.5)
     assert m["plus"]["pass@2"] == 1.0 and m["n_tasks"] == 2

@@ -41,7 +41,7 @@ PROGRAMS = [
                 os.kill(p, signal.SIGSTOP)
             except OSError:
                 pass
-        """), "SIGSTOP the parent and pid 1 (the harness hangs: hang detector)", slow=True),
+        """), "SIGSTOP the parent and pid 1 (the warden, which waits WUNTRACED, kills a stopped runner)"),
     hostile("kill_in_call", L, "call assert_mbpp assert_he", """
         import os, signal
         def add(a, b):

@@ -113,11 +113,15 @@ def main():
         clean = False
         while True:  # reap orphans too, until the runner itself is gone
             try:
-                done, status, _ru = os.wait4(-1, 0)
+                done, status, _ru = os.wait4(-1, os.WUNTRACED)
             except InterruptedError:
                 continue
             except ChildProcessError:
                 break
+            if os.WIFSTOPPED(status):
+                if done == pid:  # nothing but the submission stops its runner: end it now (runtime_error on the
+                    os.kill(pid, signal.SIGKILL)  # host) instead of holding the worker until the hang detector
+                continue
             if done == pid:
                 clean = os.waitstatus_to_exitcode(status) == wipe.CLEAN_EXIT
                 break
