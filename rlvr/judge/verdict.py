@@ -104,3 +104,17 @@ def summarise(results: list[TestResult], judge_s: float, message: str = "") -> J
         tests=results,
         message=message,
     )
+
+
+def safe_text(text: str) -> str:
+    """``text`` made encodable as UTF-8. Undecodable bytes a program wrote (carried as ``surrogateescape`` surrogates)
+    are restored and decoded with U+FFFD for each invalid sequence; any other lone surrogate (a ``\\udXXX`` escape)
+    becomes U+FFFD too. Valid text is returned unchanged (fast path)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    return text

@@ -16,6 +16,7 @@ from typing import Any
 
 from rlvr.data.schema import Problem
 from rlvr.generate.extract import extract_code
+from rlvr.judge.verdict import safe_text
 
 __all__ = ["clean_completion", "extract_code", "program_for", "safe_program_for"]
 
@@ -39,14 +40,7 @@ def clean_completion(text: Any) -> str:
             text = str(text)
         except Exception:
             return ""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
+    return safe_text(text)
 
 
 def program_for(problem: Problem, completion: str) -> str | None:

@@ -11,6 +11,8 @@ from fastapi import HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
+from rlvr.judge.verdict import safe_text
+
 __all__ = [
     "PYTHON_NAMES",
     "REQUEST_ID_HEADER",
@@ -46,20 +48,6 @@ def the_judge(request: Request) -> Any:
     if j is None:
         raise RuntimeError("the judge is not started (lifespan did not run)")
     return j
-
-
-def safe_text(text: str) -> str:
-    """``text`` made encodable as UTF-8. Undecodable bytes a program wrote (carried as ``surrogateescape`` surrogates)
-    are restored and decoded with U+FFFD for each invalid sequence; any other lone surrogate (a ``\\udXXX`` escape)
-    becomes U+FFFD too. Valid text is returned unchanged (fast path)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-    return text
 
 
 class SafeJSONResponse(JSONResponse):
