@@ -17,6 +17,9 @@ from pydantic import Field
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
+from rlvr.progress import progress
+
+CHUNK = 64  # programs per judge_many call: a progress tick, and a small tail for the last chunk's stragglers
 
 __all__ = ["ReferenceParams", "verify_references"]
 
@@ -40,7 +43,8 @@ def verify_references(
     problems: Sequence[Problem], judge: _Judge, cfg: ReferenceParams
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Judge the reference and known-incorrect solutions of every problem whose ``meta['role']`` is in
-    ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), all in one ``judge.judge_many`` call.
+    ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), through ``judge.judge_many`` in chunks of
+    :data:`CHUNK` programs (each chunk still spread over the judge's workers) so that a progress bar can count them.
 
     Returns ``(rows, report)``: one row per judged program ``{"id", "kind": "solution"|"incorrect", "index",
     "verdict", "accepted", "pass_ratio"}`` (problem order, then kind, then index); ``report["counts"]``:
@@ -57,7 +61,12 @@ def verify_references(
             no_solution += 1
         todo += [(p, s, "solution", i) for i, s in enumerate(p.solutions[: cfg.max_solutions])]
         todo += [(p, s, "incorrect", i) for i, s in enumerate(p.incorrect_solutions[: cfg.max_incorrect])]
-    results = judge.judge_many([(p, s) for p, s, _, _ in todo]) if todo else []
+    items = [(p, s) for p, s, _, _ in todo]
+    results: list[Any] = []
+    with progress(total=len(items), desc="references", unit="program") as bar:
+        for start in range(0, len(items), CHUNK):
+            results += judge.judge_many(items[start : start + CHUNK])
+            bar.update(len(items[start : start + CHUNK]))
     rows: list[dict[str, Any]] = []
     for (p, _s, kind, i), r in zip(todo, results, strict=True):
         rows.append({"id": p.id, "kind": kind, "index": i, "verdict": r.verdict, "accepted": r.verdict == "accepted",

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlvr.generate.base import Completion, GenerationStats, Prompt, SamplingParams, finish_stats, is_chat
+from rlvr.progress import progress
 
 __all__ = ["HFGenerator"]
 
@@ -121,7 +122,8 @@ class HFGenerator:
             torch.manual_seed(sampling.seed)
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         out: list[list[Completion]] = [[] for _ in encoded]
-        for start in range(0, len(order), self.batch_size):
+        starts = range(0, len(order), self.batch_size)
+        for start in progress(starts, total=len(starts), desc="generate", unit="batch"):
             idx = order[start : start + self.batch_size]
             batch = self.tokenizer.pad({"input_ids": [encoded[i] for i in idx]}, return_tensors="pt")
             batch = {k: v.to(self.device) for k, v in batch.items()}
