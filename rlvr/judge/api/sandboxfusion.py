@@ -93,6 +93,15 @@ class RunCodeResponse(BaseModel):
     verdict: Verdict | None = None
 
 
+def _command_result(status: str, r: Any, return_code: int | None) -> CommandRunResult:
+    """``run_result`` of a run or a test (``r``: a :class:`rlvr.judge.RunResult` or a ``TestResult``; both carry
+    ``time_s``, ``cpu_s`` in seconds and ``stdout``/``stderr``)."""
+    return CommandRunResult(
+        status=status, execution_time=r.time_s, cpu_time=r.cpu_s, return_code=return_code, stdout=r.stdout,
+        stderr=r.stderr,
+    )
+
+
 def run_response(rr: Any, language: str = "python") -> RunCodeResponse:
     """Map a :class:`rlvr.judge.RunResult` to a SandboxFusion ``RunCodeResponse``.
 
@@ -108,24 +117,10 @@ def run_response(rr: Any, language: str = "python") -> RunCodeResponse:
         return RunCodeResponse(status="Failed", message="compilation failed", compile_result=comp, verdict=verdict)
     comp_ok = CommandRunResult(status="Finished", return_code=0, stdout="", stderr="") if compiled else None
     if rr.status == "TimeLimitExceeded":
-        run = CommandRunResult(
-            status="TimeLimitExceeded",
-            execution_time=rr.time_s,
-            cpu_time=rr.cpu_s,
-            return_code=rr.exit_code,
-            stdout=rr.stdout,
-            stderr=rr.stderr,
-        )
+        run = _command_result("TimeLimitExceeded", rr, rr.exit_code)
         return RunCodeResponse(status="Failed", compile_result=comp_ok, run_result=run, verdict=verdict)
     code = rr.exit_code if rr.exit_code is not None else (0 if verdict == "accepted" else 1)
-    run = CommandRunResult(
-        status="Finished",
-        execution_time=rr.time_s,
-        cpu_time=rr.cpu_s,
-        return_code=code,
-        stdout=rr.stdout,
-        stderr=rr.stderr,
-    )
+    run = _command_result("Finished", rr, code)
     status = "Success" if code == 0 else "Failed"
     return RunCodeResponse(status=status, compile_result=comp_ok, run_result=run, verdict=verdict)
 
@@ -141,27 +136,13 @@ def exec_info(tr: TestResult, language: str) -> RunCodeResponse:
         return RunCodeResponse(status="Failed", message="compilation failed", compile_result=comp, verdict=tr.verdict)
     comp_ok = CommandRunResult(status="Finished", return_code=0, stdout="", stderr="") if compiled else None
     if tr.verdict == "timeout":
-        run = CommandRunResult(
-            status="TimeLimitExceeded",
-            execution_time=tr.time_s,
-            cpu_time=tr.cpu_s,
-            return_code=tr.exit_code,
-            stdout=tr.stdout,
-            stderr=tr.stderr,
-        )
+        run = _command_result("TimeLimitExceeded", tr, tr.exit_code)
         return RunCodeResponse(
             status="Failed", message=tr.message, compile_result=comp_ok, run_result=run, verdict=tr.verdict
         )
     ran_ok = tr.verdict in ("accepted", "wrong_answer")
     code = tr.exit_code if tr.exit_code is not None else (0 if ran_ok else 1)
-    run = CommandRunResult(
-        status="Finished",
-        execution_time=tr.time_s,
-        cpu_time=tr.cpu_s,
-        return_code=code,
-        stdout=tr.stdout,
-        stderr=tr.stderr,
-    )
+    run = _command_result("Finished", tr, code)
     status = "Success" if code == 0 and ran_ok else "Failed"
     return RunCodeResponse(
         status=status, message=tr.message, compile_result=comp_ok, run_result=run, verdict=tr.verdict
