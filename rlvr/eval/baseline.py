@@ -68,8 +68,10 @@ class BaselineParams(BackendParams):
         return self
 
 
-def select_problems(problems_dir: str | Path, sel: DatasetSelection) -> list[Problem]:
-    """Problems of ``<problems_dir>/<sel.name>.jsonl`` after the split filter and limit (file order).
+def select_problems(problems_dir: str | Path, sel: DatasetSelection | Any) -> list[Problem]:
+    """Problems of ``<problems_dir>/<sel.name>.jsonl`` after the split filter and limit (file order). ``sel``: any
+    selection with ``name``, ``splits`` (None = all) and ``limit`` (0/None = all): a baseline ``DatasetSelection`` or
+    a final-eval ``EvalDataset``.
     Raises ``FileNotFoundError`` naming the file when the dataset is absent."""
     path = Path(problems_dir) / f"{sel.name}.jsonl"
     if not path.is_file():

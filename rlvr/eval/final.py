@@ -35,7 +35,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.data.schema import Problem, read_problems
+from rlvr.data.schema import Problem
+from rlvr.eval.baseline import select_problems
 from rlvr.eval.final_params import (
     EvalDataset,
     EvalParams,
@@ -180,13 +181,7 @@ def run_eval(
     template_sha = _json_sha(inspect_source(build_messages))
     datasets: dict[str, tuple[EvalDataset, list[Problem]]] = {}
     for sel in cfg.datasets:
-        path = Path(problems_dir) / f"{sel.name}.jsonl"
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: eval dataset {sel.name!r} not found (add it to governance.datasets)")
-        ps = read_problems(path)
-        if sel.splits is not None:
-            ps = [p for p in ps if p.split in sel.splits]
-        datasets[sel.name] = (sel, ps[: sel.limit] if sel.limit else ps)
+        datasets[sel.name] = (sel, select_problems(problems_dir, sel))
     phases, not_run = discover_phases(cfg.phases, root)
     judge_info = {"version": getattr(judge, "version", None) or JUDGE_VERSION,
                   "workers": getattr(judge, "workers", None),
