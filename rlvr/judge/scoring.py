@@ -13,9 +13,35 @@ from typing import Any
 
 from rlvr.data.schema import Problem, StdioTest
 from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
+from rlvr.judge.literal import MAX_INT_DIGITS
 from rlvr.judge.verdict import TestResult, Verdict
 
-__all__ = ["failure_verdict", "printable", "score"]
+__all__ = ["failure_verdict", "int_digit_bound", "printable", "score"]
+
+TRUSTED_INT_DIGITS = 10**8  # bound for the dataset's own expected values (HumanEval+/139 holds 263k-digit integers)
+
+
+def int_digit_bound(value: Any) -> int:
+    """Digit bound for parsing a submission's value compared with ``value`` (the expected one, already parsed):
+    :data:`rlvr.judge.literal.MAX_INT_DIGITS`, raised to cover the longest integer in ``value`` (its decimal length
+    estimated from ``int.bit_length()``, never converted to text) plus a margin of 2. So a legitimate answer as long
+    as the reference is read back, and a forged huge integer costs the host no more than the reference does.
+
+    >>> int_digit_bound([1, 2]) == MAX_INT_DIGITS, int_digit_bound({"k": (10**300_000,)}) > 300_000
+    (True, True)
+    """
+    longest = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, int) and not isinstance(v, bool):
+            longest = max(longest, int(v.bit_length() * 0.30103) + 2)
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+    return max(MAX_INT_DIGITS, longest)
 
 REPORT_STDOUT = 1000
 REPORT_STDERR = 2000
@@ -96,17 +122,19 @@ def score(problem: Problem, test: Any, i: int, rec: dict[str, Any], judge: Any, 
     if test.kind == "assert" and converted is None:
         return TestResult(verdict="accepted", **base)
     got = rec.get("value") if isinstance(rec.get("value"), str) else ""
-    try:
-        actual = parse_literal(got)
+    ref_text = converted if converted is not None else test.expected
+    if ref_text is None:
+        return TestResult(verdict="sandbox_error", message="test has no expected output", **base)
+    try:  # the expected value is trusted (the dataset's): its integers may be as long as they are
+        ref = parse_literal(ref_text, max_int_digits=TRUSTED_INT_DIGITS)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return TestResult(verdict="wrong_answer", message=f"expected value unreadable: {exc}"[:300], **base)
+    try:  # the submission's value: integers at most as long as the longest expected one (or the parser's bound)
+        actual = parse_literal(got, max_int_digits=int_digit_bound(ref))
     except ValueError as exc:
         return TestResult(verdict="wrong_answer", message=f"return value could not be read back: {exc}"[:300], **base)
     try:
-        if converted is not None:
-            ok = bool(parse_literal(converted) == actual)
-        elif test.expected is None:
-            return TestResult(verdict="sandbox_error", message="test has no expected output", **base)
-        else:
-            ok = values_equal(parse_literal(test.expected), actual, test.atol)
+        ok = bool(ref == actual) if converted is not None else values_equal(ref, actual, test.atol)
     except (ValueError, OverflowError, TypeError, RecursionError, MemoryError) as exc:
         ok = False
         got = f"{got[:60]} ({type(exc).__name__})"

@@ -152,3 +152,23 @@ def test_judge_many_preserves_order(judge):
     codes = [SUM, "print(0)", SUM, "raise SystemExit(1)"]
     res = judge.judge_many([(p, c) for c in codes])
     assert [r.verdict for r in res] == ["accepted", "wrong_answer", "accepted", "runtime_error"]
+
+
+def test_integers_as_long_as_the_expected_one_are_read_back(judge):
+    """HumanEval+/139 expects integers of ~263k digits, over the parser's 200k-digit bound for submission values:
+    the bound rises to the expected value's length, so the right answer is accepted (it was a wrong_answer, "could
+    not be read back", in judge_check) while a forged huge integer against a small expected value stays rejected."""
+    big = 10**250_000 + 7
+    p = Problem(
+        id="t/big",
+        source="t",
+        split="test",
+        statement="big",
+        entry_point="big",
+        tests=[{"kind": "call", "args": "[250000]", "expected": str(big)}, {"kind": "call", "args": "[1]",
+                                                                              "expected": "17"}],
+    )
+    good = judge.judge(p, "def big(n):\n    return 10**n + 7")
+    assert good.verdict == "accepted", good.message
+    forged = judge.judge(p, "def big(n):\n    return 10**300_000 if n == 1 else 10**n + 7")
+    assert forged.verdict == "wrong_answer" and forged.passed == 1
