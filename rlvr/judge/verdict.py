@@ -108,7 +108,7 @@ def summarise(results: list[TestResult], judge_s: float, message: str = "") -> J
 
 def safe_text(text: str) -> str:
     """``text`` made encodable as UTF-8. Undecodable bytes a program wrote (carried as ``surrogateescape`` surrogates)
-    are restored and decoded with U+FFFD for each invalid sequence; any other lone surrogate (a ``\\udXXX`` escape)
+    are restored and decoded with U+FFFD for each invalid sequence; any other lone surrogate (e.g. ``\\udcff``)
     becomes U+FFFD too. Valid text is returned unchanged (fast path)."""
     try:
         text.encode("utf-8")
