@@ -63,6 +63,20 @@ def first_failure_message(result: JudgeResult) -> str:
             return t.message or result.message
     return result.message
 
+def record_verdict(row: dict[str, Any], problem: Problem, result: Any | None) -> None:
+    """Write a judged sample's verdict fields into ``row`` (in place): ``verdict``, ``passed``, ``total``,
+    ``pass_ratio``, ``judge_s`` (seconds), ``message`` and, for EvalPlus problems, ``base_status``/``plus_status``.
+    ``result``: the judge's ``JudgeResult``, or ``None`` when no code could be extracted (``syntax_error``, every test
+    failed, :data:`NO_CODE_MESSAGE`)."""
+    if result is None:
+        row.update(verdict="syntax_error", passed=0, total=len(problem.tests), pass_ratio=0.0, judge_s=0.0,
+                   message=NO_CODE_MESSAGE)
+    else:
+        row.update(verdict=result.verdict, passed=result.passed, total=result.total, pass_ratio=result.pass_ratio,
+                   judge_s=result.judge_s, message=first_failure_message(result))
+    row.update(group_statuses(problem, result))  # EvalPlus base/plus columns
+
+
 
 def load_keyed_rows(path: Path) -> dict[str, dict[str, Any]]:
     """``{key: row}`` of a JSONL file of sample rows (the samples file here, the journal of
@@ -172,14 +186,10 @@ def evaluate(
             log.info("judged %d/%d", len(results), len(to_judge))
     judge_wall = time.perf_counter() - t0
     for r, res in zip(to_judge, results, strict=True):
-        r.update(verdict=res.verdict, passed=res.passed, total=res.total, pass_ratio=res.pass_ratio,
-                 judge_s=res.judge_s, message=first_failure_message(res))
-        r.update(group_statuses(by_id[r["task_id"]], res))  # EvalPlus base/plus columns
+        record_verdict(r, by_id[r["task_id"]], res)
     for r in rows:
         if r["code"] is None:
-            r.update(verdict="syntax_error", passed=0, total=len(by_id[r["task_id"]].tests), pass_ratio=0.0,
-                     judge_s=0.0, message=NO_CODE_MESSAGE)
-            r.update(group_statuses(by_id[r["task_id"]], None))
+            record_verdict(r, by_id[r["task_id"]], None)
 
     gen_rows = [r for t in todo for r in rows[t * n : (t + 1) * n]]
     metrics = compute_metrics(rows, ks=ks, greedy=sampling.greedy, gen_wall_s=gen_wall,

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.schema import Problem
-from rlvr.eval.evalplus_columns import group_statuses
-from rlvr.eval.protocol import NO_CODE_MESSAGE, first_failure_message, load_keyed_rows, sample_key
+from rlvr.eval.protocol import load_keyed_rows, record_verdict, sample_key
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
 from rlvr.progress import progress
@@ -85,14 +84,10 @@ def evaluate_resumable(
             to_judge = [r for r in new if r["code"] is not None]
             results = judge.judge_many([(by_id[r["task_id"]], r["code"]) for r in to_judge]) if to_judge else []
             for r, res in zip(to_judge, results, strict=True):
-                r.update(verdict=res.verdict, passed=res.passed, total=res.total, pass_ratio=res.pass_ratio,
-                         judge_s=res.judge_s, message=first_failure_message(res))
-                r.update(group_statuses(by_id[r["task_id"]], res))  # EvalPlus base/plus columns
+                record_verdict(r, by_id[r["task_id"]], res)
             for r in new:
                 if r["code"] is None:
-                    r.update(verdict="syntax_error", passed=0, total=len(by_id[r["task_id"]].tests), pass_ratio=0.0,
-                             judge_s=0.0, message=NO_CODE_MESSAGE)
-                    r.update(group_statuses(by_id[r["task_id"]], None))
+                    record_verdict(r, by_id[r["task_id"]], None)
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
                 done[r["key"]] = r
             fh.flush()
