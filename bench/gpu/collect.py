@@ -6,8 +6,9 @@ processes); the stage metrics (``metrics/*.json``: baseline ``avg_generated_toke
 ``gen_wall_s``, generation only; training ``steps``); the
 verl file-logger lines (``.cache/train/<stage>/…/logs/attempt-*.jsonl``: per step ``timing_s/gen`` (rollout
 generation), ``timing_s/reward`` (reward outside the agent loop), ``timing_s/update_actor`` (training),
-``timing_s/step`` (the whole step, seconds), ``response_length/mean`` (tokens)) and the rollout dumps
-(``rollouts/<step>.jsonl``: per sample ``judge_s``, the judge's own seconds for that sample). Judge share of a step
+``timing_s/step`` (the whole step, seconds), ``response_length/mean`` (tokens)), the rollout dumps
+(``rollouts/<step>.jsonl``: samples per step) and the judge log (``judge/*.jsonl``, :mod:`rlvr.reward.judge_log`:
+per training sample ``judge_s``, the judge's own seconds for that sample, assigned to steps). Judge share of a step
 = (sum of the step's ``judge_s``) / ``timing_s/step``: judge CPU-seconds per step-second (it can exceed 1 when
 samples are judged in parallel). Generated tokens/s of a verl step = samples × ``response_length/mean`` /
 ``timing_s/gen``.
@@ -58,6 +59,10 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def verl_steps(run_dir: Path) -> list[dict[str, Any]]:
     """Per-step split of a verl run folder (module doc): one dict per training step, in step order."""
+    from rlvr.reward import judge_log  # the suite runs with the repo on PYTHONPATH
+
+    judged = judge_log.judge_seconds_per_step(judge_log.read_judge_log(run_dir / "judge"),
+                                              judge_log.dump_times(run_dir / "rollouts"))
     by_step: dict[int, dict[str, Any]] = {}
     for log in sorted((run_dir / "logs").glob("attempt-*.jsonl")):
         for rec in _jsonl(log):
@@ -70,10 +75,11 @@ def verl_steps(run_dir: Path) -> list[dict[str, Any]]:
                                "response_length": data.get("response_length/mean")}
         dump = run_dir / "rollouts" / f"{step}.jsonl"
         samples = _jsonl(dump) if dump.is_file() else []
-        judge = [s["judge_s"] for s in samples if isinstance(s.get("judge_s"), int | float)]
+        judge = judged.get(step)
         row["samples"] = len(samples) or None
-        row["judge_s"] = round(sum(judge), 3) if judge else None
-        row["judge_share"] = round(sum(judge) / row["step_s"], 3) if judge and row["step_s"] else None
+        row["judged"] = judge["judged"] if judge else None
+        row["judge_s"] = round(judge["judge_s"], 3) if judge else None
+        row["judge_share"] = round(judge["judge_s"] / row["step_s"], 3) if judge and row["step_s"] else None
         if samples and row["generation_s"] and row["response_length"] is not None:
             row["gen_tokens_per_s"] = round(len(samples) * row["response_length"] / row["generation_s"], 1)
         row["reward_mean"] = data.get("critic/score/mean")

@@ -243,13 +243,13 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     overrides = grpo_overrides(
         cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
-        experiment_name="repair", rollout_data_dir=rollouts.resolve(),
+        experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
     ) + repair_overrides(tools.resolve(), env)
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
     vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())},
                    runner=runner)
-    rows = vlogs.grpo_rows(vlogs.read_file_logs([*old_logs, log_path]), vlogs.read_rollout_dumps(rollouts), "sparse")
+    rows = vlogs.step_rows([*old_logs, log_path], run, "sparse")
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     return {"engine": "verl", "method": "verl tool_agent agent loop (run_tests tool)", "run_dir": str(run),

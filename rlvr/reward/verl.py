@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import ConfigError
+from rlvr.reward import judge_log
 from rlvr.reward.modes import RewardConfig, RewardShaping, load_reward_config
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import ScoringOptions
@@ -112,7 +113,8 @@ def compute_score(
         extra_info: verl's ``extra_info`` column; an int ``response_length`` (tokens) enables the shaped length term.
         **kwargs: ``reward_mode`` (``sparse``/``dense``/``shaped``) and ``reward_shaping`` (a dict of
             :class:`RewardShaping` fields) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
-            Other keys (verl's ``reward_router_address`` …) are ignored.
+            ``judge_log`` (a folder): append the sample's judge seconds there (:mod:`rlvr.reward.judge_log`, the
+            source of the curves' ``judge_s`` column). Other keys (verl's ``reward_router_address`` …) are ignored.
 
     Returns:
         ``{"score": float, "acc": bool, "pass_ratio": float, "status": verdict, "n_tests": int, "judge_s": float,
@@ -125,7 +127,14 @@ def compute_score(
             failure, infrastructure failures as ``sandbox_error`` (see :mod:`rlvr.reward.modes`).
     """
     scorer = RewardScorer(_config(kwargs), options=_OPTIONS)
-    return scorer.score([_item(data_source, solution_str, ground_truth, extra_info)])[0].verl_dict()
+    out = scorer.score([_item(data_source, solution_str, ground_truth, extra_info)])[0].verl_dict()
+    return _logged(out, extra_info, kwargs)
+
+
+def _logged(out: dict[str, Any], extra_info: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    if kwargs.get("judge_log"):
+        judge_log.append_record(str(kwargs["judge_log"]), extra_info, out)
+    return out
 
 
 def _shared() -> tuple[cf.ThreadPoolExecutor, asyncio.Semaphore]:
@@ -150,4 +159,4 @@ async def compute_score_async(
     out = await scorer.score_async(
         [_item(data_source, solution_str, ground_truth, extra_info)], executor=pool, semaphore=sem
     )
-    return out[0].verl_dict()
+    return _logged(out[0].verl_dict(), extra_info, kwargs)

@@ -55,7 +55,8 @@ def _grpo(tmp_path: Path, grpo: GRPOParams | None = None, verl: VerlParams | Non
 
 
 def test_grpo_overrides_compose_and_validate(tmp_path):
-    ov = _grpo(tmp_path, reward_shaping={"no_code_penalty": 0.5, "sandbox_error": "exclude"})
+    ov = _grpo(tmp_path, reward_shaping={"no_code_penalty": 0.5, "sandbox_error": "exclude"},
+               judge_log_dir=tmp_path / "judge")
     cfg = compose("ppo_trainer", ov)
     a = cfg.actor_rollout_ref
     assert cfg.algorithm.adv_estimator == "grpo"
@@ -75,6 +76,7 @@ def test_grpo_overrides_compose_and_validate(tmp_path):
     assert rf.path == "pkg://rlvr.reward.verl" and rf.name == "compute_score_async"
     assert rf.reward_kwargs.reward_mode == "sparse"
     assert rf.reward_kwargs.reward_shaping.sandbox_error == "exclude"
+    assert rf.reward_kwargs.judge_log == str(tmp_path / "judge")
     assert cfg.reward.reward_manager.name == "naive"
     assert cfg.custom_reward_function.path is None  # the legacy top-level key stays unused
     assert list(cfg.trainer.logger) == ["console", "file"]

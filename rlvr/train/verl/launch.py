@@ -114,6 +114,7 @@ def run_grpo_verl(
         grpo, verl, profile, train_files=Path(train_files).resolve(), val_files=Path(val_files).resolve(),
         model_path=model_path, reward_mode=reward_mode, ckpt_dir=ckpt_dir.resolve(),
         experiment_name=experiment_name, rollout_data_dir=rollouts.resolve(), reward_shaping=reward_shaping,
+        judge_log_dir=(run / "judge").resolve(),
     )
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
@@ -126,7 +127,7 @@ def run_grpo_verl(
     finally:
         if start_head and not ray_address:
             runner(["ray", "stop"], env={**os.environ, **env}, check=False)
-    rows = vlogs.grpo_rows(vlogs.read_file_logs([*old_logs, log_path]), vlogs.read_rollout_dumps(rollouts), reward_mode)
+    rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     return {

@@ -26,8 +26,11 @@ kl                 ``actor/kl_loss`` (KL to the reference in the loss; only logg
 entropy            ``actor/entropy``
 response_length    ``response_length/mean`` (tokens)
 clip_ratio         ``actor/pg_clipfrac``
-judge_s            ``timing_s/reward`` (seconds per step; verl logs it only when the reward is computed after
-                   rollout, not inside the agent loop, so it is often empty)
+judge_s            judge seconds per step: ``timing_s/reward`` when verl logs it (reward computed after the
+                   rollout); with the agent-loop reward (verl 0.9's default) the sum of the step's training samples'
+                   ``judge_s`` from the judge log (:mod:`rlvr.reward.judge_log`; CPU-seconds of judging, summed
+                   over concurrently judged samples, so it can exceed the step's wall time)
+judged             samples in the judge log for the step (empty without a judge log)
 =================  ========================================================================================
 
 SFT columns (:data:`SFT_COLUMNS`): ``loss`` ← ``train/loss``, ``grad_norm`` ← ``train/grad_norm``,
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.io import atomic_write_text
+from rlvr.reward import judge_log
 
 __all__ = [
     "GRPO_COLUMNS",
@@ -54,6 +58,7 @@ __all__ = [
     "read_file_logs",
     "read_rollout_dumps",
     "sft_rows",
+    "step_rows",
     "summarise",
     "write_tsv",
 ]
@@ -78,6 +83,7 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "response_length",
     "clip_ratio",
     "judge_s",
+    "judged",
 )
 SFT_KEYS: dict[str, str] = {
     "loss": "train/loss",
@@ -169,9 +175,11 @@ def grpo_rows(
     steps: Mapping[int, Mapping[str, Any]],
     dumps: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
     reward_mode: str = "dense",
+    judge: Mapping[int, Mapping[str, float]] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per training step (steps whose log has ``critic/score/mean``; validation-only lines are skipped):
-    ``{"step", *GRPO_COLUMNS}``, a missing value as ``None``. See the module docstring for each column's source."""
+    ``{"step", *GRPO_COLUMNS}``, a missing value as ``None``. See the module docstring for each column's source;
+    ``judge`` is :func:`rlvr.reward.judge_log.judge_seconds_per_step`'s output."""
     rows = []
     for step, data in sorted(steps.items()):
         if GRPO_KEYS["reward_mean"] not in data:
@@ -182,6 +190,11 @@ def grpo_rows(
         if reward_mode == "dense":
             row["pass_ratio"] = data.get(GRPO_KEYS["reward_mean"])
         row.update(_dump_stats((dumps or {}).get(step, []), reward_mode))
+        logged = (judge or {}).get(step)
+        if logged:
+            row["judged"] = int(logged["judged"])
+            if row["judge_s"] is None:
+                row["judge_s"] = round(float(logged["judge_s"]), 4)
         rows.append(row)
     return rows
 
@@ -220,3 +233,12 @@ def summarise(rows: Sequence[Mapping[str, Any]], column: str) -> dict[str, float
         return {f"{column}_first": None, f"{column}_last": None}
     q = max(1, len(xs) // 4)
     return {f"{column}_first": sum(xs[:q]) / q, f"{column}_last": sum(xs[-q:]) / q}
+
+
+def step_rows(log_paths: Sequence[str | Path], run_dir: str | Path, reward_mode: str) -> list[dict[str, Any]]:
+    """:func:`grpo_rows` of a verl run folder: its file-logger attempts ``log_paths``, its rollout dumps
+    (``<run_dir>/rollouts``) and its judge log (``<run_dir>/judge``, see :mod:`rlvr.reward.judge_log`)."""
+    run = Path(run_dir)
+    judge = judge_log.judge_seconds_per_step(judge_log.read_judge_log(run / "judge"),
+                                             judge_log.dump_times(run / "rollouts"))
+    return grpo_rows(read_file_logs(log_paths), read_rollout_dumps(run / "rollouts"), reward_mode, judge)

@@ -130,6 +130,7 @@ def grpo_overrides(
     experiment_name: str,
     rollout_data_dir: str | Path | None = None,
     reward_shaping: Mapping[str, Any] | None = None,
+    judge_log_dir: str | Path | None = None,
 ) -> list[str]:
     """The Hydra overrides (``key=value`` strings, in order) for ``python -m verl.trainer.main_ppo`` running GRPO.
 
@@ -150,6 +151,8 @@ def grpo_overrides(
         reward_shaping: the ``reward_shaping`` section as a dict (``RewardShaping.model_dump()``), passed as
             ``reward_kwargs.reward_shaping`` so Ray reward workers (whose working directory is not the repo) do not
             depend on finding ``params.yaml``; ``None`` = let :mod:`rlvr.reward.verl` read ``params.yaml``.
+        judge_log_dir: absolute folder for the per-sample judge log (``reward_kwargs.judge_log``, see
+            :mod:`rlvr.reward.judge_log`), from which the curves' ``judge_s`` column is computed; ``None`` = no log.
 
     Raises:
         ConfigError: a value verl cannot express (``scale_rewards: batch``, unknown ``loss_type``,
@@ -233,6 +236,8 @@ def grpo_overrides(
         ("+reward.custom_reward_function.reward_kwargs.reward_mode", reward_mode),
         *([("+reward.custom_reward_function.reward_kwargs.reward_shaping", dict(reward_shaping))]
           if reward_shaping is not None else []),
+        *([("+reward.custom_reward_function.reward_kwargs.judge_log", str(judge_log_dir))]
+          if judge_log_dir is not None else []),
         ("reward.reward_manager.name", verl.reward_manager),
     ]
     if verl.reward_manager == "rate_limited":

@@ -1,0 +1,127 @@
+"""Per-sample judge log of verl's reward workers, and its split into GRPO steps.
+
+Why: verl 0.9.1's v1 PPO trainer computes the reward inside the agent loop (one ``compute_score`` call per sample, in
+Ray reward workers) and logs neither ``timing_s/reward`` nor the ``reward_extra_info`` of training batches; its
+rollout dump (``trainer.rollout_data_dir``) holds only ``uid`` and ``score``. So the judge's own seconds per step
+cannot be read from verl's logs. :mod:`rlvr.reward.verl` therefore appends one line per judged sample to a folder
+given by the reward kwarg ``judge_log`` (a where, set by the launcher), and the log → TSV converter sums them per step.
+
+Record (one JSON line, written with a single ``write`` of < 4 KiB in append mode, so lines of concurrent threads and
+processes do not interleave; one file per process: ``<host>-<pid>.jsonl``)::
+
+    {"t": <unix seconds when the judge returned>, "judge_s": <judge wall seconds of the sample>,
+     "split": <extra_info["split"] or null>, "id": <problem id or null>, "status": <verdict>}
+
+Step assignment (:func:`judge_seconds_per_step`): verl writes ``<rollout_data_dir>/<step>.jsonl`` once the step's
+rollouts (and so their rewards) are complete, and the next step's rollout starts only after the actor update, so a
+training sample judged at time ``t`` belongs to the first step whose dump file was written at or after ``t``.
+Validation samples (``split`` other than ``train``) are left out. A resumed run's interrupted step is counted with
+the step that re-ran it (its samples were judged twice).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["append_record", "dump_times", "judge_seconds_per_step", "read_judge_log"]
+
+_lock = threading.Lock()
+
+
+def append_record(log_dir: str | Path, extra_info: Any, result: Mapping[str, Any], now: float | None = None) -> None:
+    """Append one sample's judge record to ``<log_dir>/<host>-<pid>.jsonl`` (see the module docstring).
+
+    ``result`` is :func:`rlvr.reward.verl.compute_score`'s dict (``judge_s`` seconds, ``status``); ``now`` defaults
+    to ``time.time()``. Never raises for a sample: an ``OSError`` (full disk, folder removed) is swallowed, since a
+    lost timing line must not fail the reward of a training step."""
+    info = extra_info if isinstance(extra_info, Mapping) else {}
+    rec = {
+        "t": time.time() if now is None else float(now),
+        "judge_s": float(result.get("judge_s") or 0.0),
+        "split": info.get("split") if isinstance(info.get("split"), str) else None,
+        "id": str(info["id"])[:200] if info.get("id") is not None else None,
+        "status": str(result.get("status", ""))[:40],
+    }
+    line = (json.dumps(rec) + "\n").encode()
+    path = Path(log_dir) / f"{socket.gethostname()}-{os.getpid()}.jsonl"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with _lock:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+    except OSError:
+        pass
+
+
+def read_judge_log(log_dir: str | Path | None) -> list[dict[str, Any]]:
+    """All records of a judge log folder, ordered by time ``t``; ``[]`` when the folder is absent.
+
+    A torn last line (a killed worker) is skipped; any other malformed line raises ``ValueError`` naming the file and
+    line."""
+    if log_dir is None or not Path(log_dir).is_dir():
+        return []
+    recs: list[dict[str, Any]] = []
+    for f in sorted(Path(log_dir).glob("*.jsonl")):
+        lines = f.read_text(encoding="utf-8").splitlines()
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if lineno == len(lines):
+                    break
+                raise ValueError(f"{f}:{lineno}: not JSON: {exc}") from exc
+            if not isinstance(rec, dict) or not isinstance(rec.get("t"), int | float) or not isinstance(
+                rec.get("judge_s"), int | float
+            ):
+                raise ValueError(f"{f}:{lineno}: expected a judge record with numeric 't' and 'judge_s'")
+            recs.append(rec)
+    return sorted(recs, key=lambda r: r["t"])
+
+
+def judge_seconds_per_step(
+    records: Sequence[Mapping[str, Any]], dump_times: Mapping[int, float]
+) -> dict[int, dict[str, float]]:
+    """Sum the training samples' judge seconds per GRPO step.
+
+    Args:
+        records: :func:`read_judge_log` output (any order).
+        dump_times: ``{step: unix seconds}`` when the step's rollout dump was written (its file's mtime).
+
+    Returns:
+        ``{step: {"judge_s": summed judge seconds, "judged": samples}}`` for steps with at least one record;
+        records after the last dump (a step that never finished) are dropped.
+    """
+    steps = sorted(dump_times)
+    ends = [dump_times[s] for s in steps]
+    out: dict[int, dict[str, float]] = {}
+    for r in records:
+        if r.get("split") not in (None, "train"):
+            continue
+        i = bisect_left(ends, float(r["t"]))
+        if i == len(steps):
+            continue
+        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judged": 0})
+        agg["judge_s"] += float(r["judge_s"])
+        agg["judged"] += 1
+    return out
+
+
+def dump_times(rollout_dir: str | Path | None) -> dict[int, float]:
+    """``{step: mtime}`` of verl's rollout dump files ``<rollout_dir>/<step>.jsonl`` (``{}`` when absent)."""
+    if rollout_dir is None or not Path(rollout_dir).is_dir():
+        return {}
+    return {int(f.stem): f.stat().st_mtime for f in Path(rollout_dir).glob("*.jsonl") if f.stem.isdigit()}
+

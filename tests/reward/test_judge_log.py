@@ -1,0 +1,98 @@
+"""The per-sample judge log of verl reward workers and its split into GRPO steps (rlvr.reward.judge_log)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from rlvr.judge.verdict import JudgeResult
+from rlvr.reward import judge_log
+from rlvr.reward import verl as rverl
+from rlvr.reward.scorer import set_default_judge
+from rlvr.train.verl import logs as vlogs
+
+GT = '{"tests": [{"kind": "stdio", "stdin": "1 2", "stdout": "3"}]}'
+CODE = "```python\nprint(sum(map(int, input().split())))\n```"
+
+
+class _Judge:
+    def judge_many(self, items):
+        return [JudgeResult(verdict="accepted", passed=1, total=1, pass_ratio=1.0, judge_s=0.25) for _ in items]
+
+
+@pytest.fixture
+def fake_judge():
+    set_default_judge(_Judge())
+    yield
+    set_default_judge(None)
+
+
+def test_compute_score_appends_one_record_per_sample(tmp_path, fake_judge):
+    info = {"split": "train", "index": 3, "id": "p3"}
+    r = rverl.compute_score("demo", CODE, GT, info, reward_mode="sparse", judge_log=str(tmp_path / "judge"))
+    rverl.compute_score("demo", CODE, GT, info, reward_mode="sparse", judge_log=str(tmp_path / "judge"))
+    recs = judge_log.read_judge_log(tmp_path / "judge")
+    assert r["score"] == 1.0
+    assert [(x["judge_s"], x["split"], x["id"], x["status"]) for x in recs] == [(0.25, "train", "p3", "accepted")] * 2
+
+
+def test_no_log_without_the_kwarg(tmp_path, fake_judge, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rverl.compute_score("demo", CODE, GT, {"split": "train"}, reward_mode="sparse")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_async_path_logs_too(tmp_path, fake_judge):
+    import asyncio
+
+    asyncio.run(rverl.compute_score_async("demo", CODE, GT, {"split": "train"}, reward_mode="sparse",
+                                          judge_log=str(tmp_path)))
+    assert len(judge_log.read_judge_log(tmp_path)) == 1
+
+
+def test_unwritable_log_never_fails_the_reward(tmp_path, fake_judge):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = rverl.compute_score("demo", CODE, GT, None, reward_mode="sparse", judge_log=str(blocker / "sub"))
+    assert r["score"] == 1.0
+
+
+def test_records_are_assigned_to_the_step_whose_dump_follows_them():
+    recs = [{"t": t, "judge_s": s, "split": sp} for t, s, sp in
+            [(5.0, 9.0, "test"),            # validation before training: left out
+             (10.0, 1.0, "train"), (19.0, 2.0, "train"),     # step 1 (dump at 20)
+             (20.0, 0.5, "train"),                            # written at the dump's own second: still step 1
+             (25.0, 4.0, "train"),                            # step 2 (dump at 30)
+             (31.0, 8.0, "train")]]                           # after the last dump: unfinished step, dropped
+    got = judge_log.judge_seconds_per_step(recs, {1: 20.0, 2: 30.0})
+    assert got == {1: {"judge_s": 3.5, "judged": 3}, 2: {"judge_s": 4.0, "judged": 1}}
+
+
+def test_torn_last_line_is_skipped_and_bad_line_named(tmp_path):
+    f = tmp_path / "h-1.jsonl"
+    f.write_text(json.dumps({"t": 1.0, "judge_s": 0.1}) + "\n" + '{"t": 2')
+    assert len(judge_log.read_judge_log(tmp_path)) == 1
+    f.write_text('{"t": 1}\n' + json.dumps({"t": 1.0, "judge_s": 0.1}) + "\n")
+    with pytest.raises(ValueError, match=r"h-1.jsonl:1"):
+        judge_log.read_judge_log(tmp_path)
+
+
+def test_step_rows_fill_judge_seconds_from_the_log(tmp_path):
+    run = tmp_path / "run"
+    (run / "rollouts").mkdir(parents=True)
+    (run / "judge").mkdir()
+    for step, mtime in ((1, 100.0), (2, 200.0)):
+        d = run / "rollouts" / f"{step}.jsonl"
+        d.write_text(json.dumps({"score": 1.0, "uid": f"a_0_{step}"}) + "\n")
+        os.utime(d, (mtime, mtime))
+    times = ((50.0, 0.5), (150.0, 1.5), (160.0, 1.0))
+    (run / "judge" / "h-1.jsonl").write_text(
+        "".join(json.dumps({"t": t, "judge_s": s, "split": "train"}) + "\n" for t, s in times))
+    log = tmp_path / "attempt-1.jsonl"
+    log.write_text("".join(json.dumps({"step": s, "data": {"critic/score/mean": 0.5, "timing_s/gen": 1.0}}) + "\n"
+                           for s in (1, 2)))
+    rows = vlogs.step_rows([log], run, "dense")
+    assert [(r["step"], r["judge_s"], r["judged"]) for r in rows] == [(1, 0.5, 1), (2, 2.5, 2)]
+    assert "judged" in vlogs.GRPO_COLUMNS
