@@ -249,7 +249,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     write_overrides(run, cmd, overrides)
     vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())},
                    runner=runner)
-    rows = vlogs.step_rows([*old_logs, log_path], run, "sparse")
+    rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     return {"engine": "verl", "method": "verl tool_agent agent loop (run_tests tool)", "run_dir": str(run),

@@ -15,8 +15,10 @@ processes do not interleave; one file per process: ``<host>-<pid>.jsonl``)::
 Step assignment (:func:`judge_seconds_per_step`): verl writes ``<rollout_data_dir>/<step>.jsonl`` once the step's
 rollouts (and so their rewards) are complete, and the next step's rollout starts only after the actor update, so a
 training sample judged at time ``t`` belongs to the first step whose dump file was written at or after ``t``.
-Validation samples (``split`` other than ``train``) are left out. A resumed run's interrupted step is counted with
-the step that re-ran it (its samples were judged twice).
+Validation samples are left out by their ``split``: the caller names the splits that occur only in the validation
+files (GRPO: ``dev``); when training and validation share a split (a repair run validating on its training
+problems), validation samples are counted with the step they precede. A resumed run's interrupted step is counted
+with the step that re-ran it (its samples were judged twice).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import socket
 import threading
 import time
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,13 +94,14 @@ def read_judge_log(log_dir: str | Path | None) -> list[dict[str, Any]]:
 
 
 def judge_seconds_per_step(
-    records: Sequence[Mapping[str, Any]], dump_times: Mapping[int, float]
+    records: Sequence[Mapping[str, Any]], dump_times: Mapping[int, float], exclude_splits: Collection[str] = ()
 ) -> dict[int, dict[str, float]]:
     """Sum the training samples' judge seconds per GRPO step.
 
     Args:
         records: :func:`read_judge_log` output (any order).
         dump_times: ``{step: unix seconds}`` when the step's rollout dump was written (its file's mtime).
+        exclude_splits: ``split`` values of validation-only samples, left out.
 
     Returns:
         ``{step: {"judge_s": summed judge seconds, "judged": samples}}`` for steps with at least one record;
@@ -108,7 +111,7 @@ def judge_seconds_per_step(
     ends = [dump_times[s] for s in steps]
     out: dict[int, dict[str, float]] = {}
     for r in records:
-        if r.get("split") not in (None, "train"):
+        if r.get("split") in exclude_splits:
             continue
         i = bisect_left(ends, float(r["t"]))
         if i == len(steps):

@@ -66,7 +66,7 @@ def test_records_are_assigned_to_the_step_whose_dump_follows_them():
              (20.0, 0.5, "train"),                            # written at the dump's own second: still step 1
              (25.0, 4.0, "train"),                            # step 2 (dump at 30)
              (31.0, 8.0, "train")]]                           # after the last dump: unfinished step, dropped
-    got = judge_log.judge_seconds_per_step(recs, {1: 20.0, 2: 30.0})
+    got = judge_log.judge_seconds_per_step(recs, {1: 20.0, 2: 30.0}, exclude_splits={"test"})
     assert got == {1: {"judge_s": 3.5, "judged": 3}, 2: {"judge_s": 4.0, "judged": 1}}
 
 
@@ -96,3 +96,28 @@ def test_step_rows_fill_judge_seconds_from_the_log(tmp_path):
     rows = vlogs.step_rows([log], run, "dense")
     assert [(r["step"], r["judge_s"], r["judged"]) for r in rows] == [(1, 0.5, 1), (2, 2.5, 2)]
     assert "judged" in vlogs.GRPO_COLUMNS
+
+
+def test_validation_only_splits_are_left_out_of_the_step(tmp_path):
+    from reward_fixtures import STDIO_SUM
+
+    from rlvr.data.export import write_verl_parquet
+
+    write_verl_parquet([STDIO_SUM.model_copy(update={"split": "train"})], tmp_path / "train.parquet")
+    write_verl_parquet([STDIO_SUM.model_copy(update={"split": "dev"})], tmp_path / "val.parquet")
+    assert vlogs.parquet_splits(tmp_path / "val.parquet") == {"dev"}
+    run = tmp_path / "run"
+    (run / "rollouts").mkdir(parents=True)
+    (run / "judge").mkdir()
+    d = run / "rollouts" / "1.jsonl"
+    d.write_text(json.dumps({"score": 0.0, "uid": "a_0_0"}) + "\n")
+    os.utime(d, (100.0, 100.0))
+    recs = ((10.0, 5.0, "dev"), (50.0, 0.5, "train"))
+    (run / "judge" / "h-1.jsonl").write_text(
+        "".join(json.dumps({"t": t, "judge_s": s, "split": sp}) + "\n" for t, s, sp in recs))
+    log = tmp_path / "attempt-1.jsonl"
+    log.write_text(json.dumps({"step": 1, "data": {"critic/score/mean": 0.0}}) + "\n")
+    row = vlogs.step_rows([log], run, "sparse", tmp_path / "train.parquet", tmp_path / "val.parquet")[0]
+    assert (row["judge_s"], row["judged"]) == (0.5, 1)
+    both = vlogs.step_rows([log], run, "sparse")[0]  # without the files nothing is known to be validation
+    assert (both["judge_s"], both["judged"]) == (5.5, 2)

@@ -127,7 +127,7 @@ def run_grpo_verl(
     finally:
         if start_head and not ray_address:
             runner(["ray", "stop"], env={**os.environ, **env}, check=False)
-    rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode)
+    rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode, train_files, val_files)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     return {

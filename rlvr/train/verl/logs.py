@@ -55,6 +55,7 @@ __all__ = [
     "SFT_COLUMNS",
     "SFT_KEYS",
     "grpo_rows",
+    "parquet_splits",
     "read_file_logs",
     "read_rollout_dumps",
     "sft_rows",
@@ -235,10 +236,29 @@ def summarise(rows: Sequence[Mapping[str, Any]], column: str) -> dict[str, float
     return {f"{column}_first": sum(xs[:q]) / q, f"{column}_last": sum(xs[-q:]) / q}
 
 
-def step_rows(log_paths: Sequence[str | Path], run_dir: str | Path, reward_mode: str) -> list[dict[str, Any]]:
+def parquet_splits(path: str | Path) -> set[str]:
+    """The ``extra_info.split`` values of a verl RL parquet file (``set()`` when the file or column is absent)."""
+    import pyarrow.parquet as pq
+
+    p = Path(path)
+    if not p.is_file():
+        return set()
+    table = pq.read_table(p, columns=["extra_info"])
+    return {r["split"] for r in table.column("extra_info").to_pylist() if isinstance(r, dict) and r.get("split")}
+
+
+def step_rows(
+    log_paths: Sequence[str | Path],
+    run_dir: str | Path,
+    reward_mode: str,
+    train_files: str | Path | None = None,
+    val_files: str | Path | None = None,
+) -> list[dict[str, Any]]:
     """:func:`grpo_rows` of a verl run folder: its file-logger attempts ``log_paths``, its rollout dumps
-    (``<run_dir>/rollouts``) and its judge log (``<run_dir>/judge``, see :mod:`rlvr.reward.judge_log`)."""
+    (``<run_dir>/rollouts``) and its judge log (``<run_dir>/judge``, see :mod:`rlvr.reward.judge_log`), leaving out
+    of ``judge_s`` the samples whose split occurs in ``val_files`` but not in ``train_files`` (validation)."""
     run = Path(run_dir)
+    val_only = parquet_splits(val_files) - parquet_splits(train_files) if val_files and train_files else set()
     judge = judge_log.judge_seconds_per_step(judge_log.read_judge_log(run / "judge"),
-                                             judge_log.dump_times(run / "rollouts"))
+                                             judge_log.dump_times(run / "rollouts"), val_only)
     return grpo_rows(read_file_logs(log_paths), read_rollout_dumps(run / "rollouts"), reward_mode, judge)
