@@ -1,8 +1,13 @@
 """One submission through a worker's sandboxes: the runner's fresh channel, and the driver relay for assert tests.
 
-Failure accounting (the issue's "honest failure accounting"): a runner that dies, breaks the protocol or hangs past
-the hang detector ends the submission; every test without a record gets ``no_result`` (→ ``runtime_error``: the
-program's own fault) and the sandbox is restarted. Only a sandbox that cannot start, or a fresh warden that does not
+Failure accounting (the issue's "honest failure accounting"): a runner that dies or breaks the protocol mid-batch
+(only the submission can kill it) costs the test it was running, not the others. The sandbox is restarted and the tests
+without a record go to a fresh runner that sends one frame per test (``flush_each``), so its first test without a
+record is the one during which it died: that test gets ``no_result`` (→ ``runtime_error``; ``memory_limit`` when the
+sandbox's cgroup OOM-killed something meanwhile) and the rest go to the next fresh runner. Records that arrived are
+kept (each frame is id-checked, each index bounds-checked against the runner's own test list). After
+:data:`MAX_RUNNER_DEATHS` such deaths, or past the hang detector (one deadline for all runners of the submission), every
+test still without a record gets ``no_result``. Only a sandbox that cannot start, or a fresh warden that does not
 acknowledge, is infrastructure: the submission is retried once in a fresh sandbox, then :class:`SandboxError`
 (→ ``sandbox_error``). Nothing the submission does can produce that: it never reaches the warden.
 """
@@ -18,6 +23,8 @@ from rlvr.judge.sandbox import Sandbox, SandboxError, Session, SessionTimeout
 __all__ = ["Outcome", "Worker", "run_batch"]
 
 _DIED = {"status": "no_result", "message": "the submission's process ended before reporting this test"}
+_OOM_KILLED = {"status": "signal", "signal": 9, "message": "the submission's runner was OOM-killed during this test"}
+MAX_RUNNER_DEATHS = 3  # replacement runners that may die (each costs its test) before the rest count as _DIED
 _DRIVER_GRACE_S = 5.0
 SLACK_MB = 128  # cgroup memory above the problem's limit: warden, runner, interpreter baseline, page cache
 SLACK_JVM_MB = 512  # runtimes bounded by their own heap flag (the JVM's -Xmx) use more than the heap
@@ -67,9 +74,60 @@ def _open(sb: Sandbox) -> Session:
 def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any] | None, tls: list[float],
               hang_s: float) -> Outcome:
     """Run batch request ``req`` (``n`` tests) and, when ``drive`` is given, the driver's assert tests (``tls``: their
-    wall limits, seconds). ``hang_s``: hang detector for the runner's part, seconds. Raises :class:`SandboxError`
-    only for infrastructure failures (see module docstring)."""
+    wall limits, seconds). ``hang_s``: hang detector for the runner's part (all runners of the submission together),
+    seconds. A runner that dies mid-batch costs only the test it was running (module docstring): the tests without a
+    record go to a fresh runner, at most :data:`MAX_RUNNER_DEATHS` times. Raises :class:`SandboxError` only for
+    infrastructure failures (see module docstring)."""
     out = Outcome()
+    deadline = time.monotonic() + hang_s
+    todo = list(range(n))  # indices (into req["tests"]) the current runner runs, in its order
+    sub = {**req, "interactive": True} if drive is not None else req
+    retry = False  # the current runner is a replacement: it flushes one frame per test
+    deaths = 0
+    while True:
+        oom = _runner(worker, sub, todo, drive, tls, deadline, out)
+        if oom is None:
+            break
+        left = [i for i in todo if i not in out.batch]
+        if retry:  # frames came one per test, in order: the runner died during the first test without a record
+            deaths += 1
+            if left:
+                out.batch[left.pop(0)] = dict(_OOM_KILLED if oom else _DIED)
+        left = _skip_after_timeouts(req, out, left)
+        if (not left and drive is None) or deaths >= MAX_RUNNER_DEATHS or time.monotonic() >= deadline:
+            break
+        todo, retry = left, True
+        sub = {**sub, "tests": [req["tests"][i] for i in left], "flush_each": True}
+        if req.get("max_timeouts"):
+            sub["max_timeouts"] = int(req["max_timeouts"]) - _timeouts(out)
+    for i in range(n):
+        out.batch.setdefault(i, dict(_DIED))
+    if drive is not None:
+        for j in range(len(drive["tests"])):
+            out.asserts.setdefault(j, dict(_DIED) if out.compile_error is None else {})
+    return out
+
+
+def _timeouts(out: Outcome) -> int:
+    return sum(rec.get("status") == "timeout" for rec in out.batch.values())
+
+
+def _skip_after_timeouts(req: dict[str, Any], out: Outcome, left: list[int]) -> list[int]:
+    """``left``, or ``[]`` after marking them not run (as a runner would) when the submission already used up
+    ``max_timeouts``."""
+    limit = int(req.get("max_timeouts") or 0)
+    if not limit or _timeouts(out) < limit:
+        return left
+    for i in left:
+        out.batch[i] = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
+    return []
+
+
+def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[str, Any] | None, tls: list[float],
+            deadline: float, out: Outcome) -> bool | None:
+    """One runner on ``req`` whose test ``k`` is batch test ``todo[k]``; fills ``out``. Returns None when it ended
+    normally (or hung past ``deadline``, or reached the driver relay), else whether its sandbox's cgroup OOM-killed
+    something meanwhile (it died or broke the protocol mid-batch: the sandbox is restarted)."""
     sess = _open(worker.runner)
     # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not only
     # each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
@@ -77,24 +135,21 @@ def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any]
     slack = SLACK_MB if native.get("as_limit", True) else SLACK_JVM_MB
     worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
     oom0 = worker.runner.oom_kills()
-    restart = False
+    restart = died = False
     try:
-        if drive is not None:
-            req = {**req, "interactive": True}
         sess.send(req)
-        deadline = time.monotonic() + hang_s
         ready = False
         while True:
             f = sess.recv(deadline)
             if f is None:
-                restart = True
+                restart = died = True
                 break
             t = f.get("t")
             if t == "recs" and isinstance(f.get("recs"), list):
                 for item in f["recs"]:
                     i, rec = (item.get("i"), item.get("rec")) if isinstance(item, dict) else (None, None)
-                    if isinstance(i, int) and 0 <= i < n and isinstance(rec, dict):
-                        out.batch[i] = rec
+                    if isinstance(i, int) and 0 <= i < len(todo) and isinstance(rec, dict):
+                        out.batch[todo[i]] = rec
             elif t == "result" and isinstance(f.get("rec"), dict):
                 out.result = f["rec"]
             elif t == "compile_error":
@@ -115,14 +170,10 @@ def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any]
     except SessionTimeout:
         restart = True
     finally:
+        oom = worker.runner.oom_kills() > oom0  # read before a restart removes the cgroup
+        out.oom = out.oom or oom
         worker.runner.finish(sess, restart=restart or sess.broken)
-    for i in range(n):
-        out.batch.setdefault(i, dict(_DIED))
-    if drive is not None:
-        for j in range(len(drive["tests"])):
-            out.asserts.setdefault(j, dict(_DIED) if out.compile_error is None else {})
-    out.oom = worker.runner.oom_kills() > oom0
-    return out
+    return oom if died and out.compile_error is None and req.get("op") == "batch" else None
 
 
 def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[float]) -> dict[int, dict[str, Any]]:

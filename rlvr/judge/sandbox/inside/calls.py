@@ -4,7 +4,8 @@ wall-clock budget, restart it after a timeout or a crash (inside the sandbox; st
 :meth:`CallServer.call` returns a record: ``{"status": "ok", "value": literal}``, ``{"status": "handle", "h": n}``,
 ``{"status": "callable"}``, ``{"status": "exception", "exc_type", "message"}``, ``{"status": "unserialisable",
 "message"}``, ``{"status": "timeout"}``, or — the process died or failed to load — ``{"status": "signal" |
-"no_result" | "exception", "fatal": true, …}``. Each carries ``wall_s`` (seconds, this call).
+"no_result" | "exception", "fatal": true, …}`` (with ``"loaded": true`` when it died after loading the submission:
+the next call starts a fresh server). Each carries ``wall_s`` (seconds, this call).
 """
 
 import json
@@ -45,6 +46,7 @@ class CallServer:
         self.pidfd = os.pidfd_open(pid)
         self.parser = proc.Records(nonce)
         self.pending = []
+        self.loaded = False  # the submission loaded: a later death is that call's failure, not every call's
 
     def stop(self):
         """Kill the server (if running) and every other process but the runner; returns its final record fields."""
@@ -75,13 +77,20 @@ class CallServer:
                 return True  # the process died: the answer loop reports how
         return True
 
+    def _feed(self, chunk):
+        recs = self.parser.feed(chunk) if chunk else []
+        if recs and not self.loaded:
+            self.loaded = any(r.get("loaded") for r in recs)
+        self.pending += recs
+
     def _died(self, t0):
         base = self.stop()
         sig = base.get("signal")
         if sig == signal.SIGXCPU:
             return {"status": "timeout", "wall_s": round(time.monotonic() - t0, 6)}
         if sig == signal.SIGXFSZ:
-            return {"status": "exception", "exc_type": "OutputLimitExceeded", "message": "output limit", "fatal": True}
+            return {"status": "exception", "exc_type": "OutputLimitExceeded", "message": "output limit", "fatal": True,
+                    "loaded": self.loaded}
         return {
             "status": "signal" if sig else "no_result",
             "signal": sig,
@@ -89,6 +98,7 @@ class CallServer:
             "stderr": base.get("stderr", ""),
             "message": "the process ended before answering",
             "fatal": True,
+            "loaded": self.loaded,
         }
 
     def call(self, msg, budget_s):
@@ -125,7 +135,7 @@ class CallServer:
                     chunk = True
                     while chunk:  # drain what it wrote before dying
                         chunk = os.read(self.rfd, 1 << 20) if select.select([self.rfd], [], [], 0)[0] else b""
-                        self.pending += self.parser.feed(chunk) if chunk else []
+                        self._feed(chunk)
                     for rec in self.pending:
                         if rec.get("k") == k or rec.get("fatal"):
                             self.stop()
@@ -133,7 +143,7 @@ class CallServer:
                     return self._died(t0)
                 chunk = os.read(self.rfd, 1 << 20)
                 if chunk:
-                    self.pending += self.parser.feed(chunk)
+                    self._feed(chunk)
                 if self.parser.overflow:
                     self.stop()
                     return {"status": "unserialisable", "message": "answer larger than the value cap",

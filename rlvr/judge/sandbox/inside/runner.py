@@ -9,8 +9,9 @@ it; as it ends it kills every other process and wipes every writable place (:mod
 Ops (request ``op``):
   ``batch``: ``{"code", "native", "tests": [{"kind": "stdio", "stdin", "tl"} | {"kind": "call", "args", "kwargs",
   "tl"}], "entry_point", "test_setup", "memory_limit_mb", "output_limit_mb", "max_timeouts", "interactive",
-  "call_cpu_s"}`` → ``{"t": "compile_error", "msg"}`` | ``{"t": "recs", "recs": [{"i", "rec"}, …]}`` frames (one
-  per ~1 MB of records, the rest at the end); then, when
+  "call_cpu_s", "flush_each"}`` → ``{"t": "compile_error", "msg"}`` | ``{"t": "recs", "recs": [{"i", "rec"}, …]}``
+  frames in test order (one per ~1 MB of records, a larger record alone, the rest at the end; one per test with
+  ``flush_each``; every frame under :data:`wire.FRAME_CAP`, see :func:`record_cost`); then, when
   ``interactive``, ``{"t": "ready"}`` and one ``{"t": "ret", "k", "rec"}`` per ``{"t": "call", "k", "budget_s", …}``
   frame until ``{"t": "end"}``; finally ``{"t": "done"}``.
   ``run``: ``{"code", "native", "stdin", "timeout_s", "memory_limit_mb", "output_limit_mb", "files"}`` →
@@ -21,6 +22,7 @@ Records: see :mod:`proc` and :mod:`calls`.
 
 import base64
 import builtins
+import json
 import os
 import resource
 import shutil
@@ -34,6 +36,10 @@ import wire
 
 BUILD = "/tmp/build"
 FLUSH_BYTES = 1 << 20
+# one record's JSON must fit the host's frame cap (wire.FRAME_CAP, the host's FRAME_CAP) with the frame's own fields;
+# json.dumps writes one character as at most 12 bytes (a non-BMP character as two \uXXXX escapes), so a record of
+# fewer characters than RECORD_CAP // 12 fits without measuring
+RECORD_CAP = wire.FRAME_CAP - (1 << 16)
 
 
 def compile_code(code, name):
@@ -145,6 +151,30 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
     return rec
 
 
+def record_cost(rec, json_dumps=json.dumps):
+    """``(rec, cost)``: the record to send and its size in characters for the flush accounting (its JSON size in
+    bytes when it may be large). A record whose JSON exceeds :data:`RECORD_CAP` (a return value or an output written
+    with many escaped characters) cannot cross the frame cap: it is replaced by a small record that fails that test
+    alone (``unserialisable`` for a call, ``OutputLimitExceeded`` for a stdio test)."""
+    cost = 256
+    for key in ("value", "stdout", "stderr", "message"):
+        v = rec.get(key)
+        if v:
+            cost += len(v)
+    if cost * 12 <= RECORD_CAP:
+        return rec, cost
+    cost = len(json_dumps(rec))
+    if cost <= RECORD_CAP:
+        return rec, cost
+    small = {k: rec[k] for k in ("wall_s", "cpu_s", "exit_code") if k in rec}
+    msg = f"record of {cost} bytes exceeds the frame cap of {RECORD_CAP} bytes"
+    if "value" in rec:
+        small.update(status="unserialisable", message=f"return value too large: {msg}")
+    else:
+        small.update(status="exception", exc_type="OutputLimitExceeded", message=f"output too large: {msg}")
+    return small, 256
+
+
 def _clean_workdir():
     shutil.rmtree(proc.WORKDIR, ignore_errors=True)
     os.makedirs(proc.WORKDIR, exist_ok=True)
@@ -171,6 +201,7 @@ def handle_batch(req, send, recv, base_vm):
             setup_obj = None
     mem, outmb = int(req["memory_limit_mb"]), int(req.get("output_limit_mb", 16))
     max_timeouts = int(req.get("max_timeouts", 0))
+    flush_each = bool(req.get("flush_each"))
     limits = {"memory_limit_mb": mem, "cpu_s": float(req.get("call_cpu_s", 60.0)), "output_limit_mb": outmb}
     server = calls.CallServer(code_obj, setup_obj, req.get("entry_point"), limits, base_vm)
     timeouts = size = 0
@@ -189,14 +220,20 @@ def handle_batch(req, send, recv, base_vm):
                 rec = fatal
             else:
                 rec = server.call({"target": None, "args": t["args"], "kwargs": t.get("kwargs") or "{}"}, tl)
-                if rec.get("fatal") and rec["status"] != "timeout":
-                    fatal = rec
+                if rec.get("fatal") and rec["status"] != "timeout" and not rec.get("loaded"):
+                    fatal = rec  # it cannot load: every later call test fails the same way (a death after loading
+                    # costs that call only: the next one starts a fresh server)
             timeouts += rec["status"] == "timeout"
-            # records go out in batches (one host wake-up per batch, not per test); a runner killed meanwhile loses
-            # the unsent ones, which then count as the program's failures: only the program can kill its runner
+            # records go out in frames of about FLUSH_BYTES (one host wake-up per frame, not per test; a record
+            # larger than that goes alone), or one per test with ``flush_each`` (the host asks for it after a runner
+            # died mid-batch: the first test without a record is then the one during which it died)
+            rec, cost = record_cost(rec)
+            if pending and size + cost > FLUSH_BYTES:
+                send({"t": "recs", "recs": pending})
+                pending, size = [], 0
             pending.append({"i": i, "rec": rec})
-            size += len(rec.get("stdout") or "") + len(rec.get("stderr") or "") + 256
-            if size > FLUSH_BYTES:
+            size += cost
+            if size > FLUSH_BYTES or flush_each:
                 send({"t": "recs", "recs": pending})
                 pending, size = [], 0
         if pending:
@@ -242,7 +279,7 @@ def handle_run(req, send, base_vm):
         code_obj, req.get("stdin", ""), float(req["timeout_s"]), int(req["memory_limit_mb"]),
         int(req.get("output_limit_mb", 16)), base_vm, native, add_newline=False,
     )
-    send({"t": "result", "rec": rec})
+    send({"t": "result", "rec": record_cost(rec)[0]})
 
 
 def main(rid, req_fd, resp_fd, base_vm):
