@@ -24,6 +24,9 @@ def test_vllm_generates_n_completions_with_exact_token_counts(tmp_path, monkeypa
     from rlvr.generate.vllm_offline import VLLMGenerator
 
     monkeypatch.setenv("VLLM_USE_FLASHINFER_SAMPLER", "0")
+    # pytest's process may have touched CUDA (tests/conftest.py asks torch for a device), and a forked engine core
+    # then fails with "Cannot re-initialize CUDA in forked subprocess" (seen on the lent H100)
+    monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
     model = build_model(tmp_path / "base")
     gen = VLLMGenerator(str(model), gpu_memory_utilization=0.2, max_model_len=512)
     prompts = [[{"role": "user", "content": "print 1"}], "def f():"]
