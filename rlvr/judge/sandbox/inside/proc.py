@@ -29,22 +29,22 @@ PRIVATE_FDS = []  # the runner's own channel fds: closed in every child
 def memfd(name, data=b""):
     """An anonymous in-memory file holding ``data``, positioned at 0 (a test's stdin/stdout/stderr)."""
     fd = os.memfd_create(name, 0)
-    if data:
-        os.write(fd, data)
-        os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.pwrite(fd, view, len(data) - len(view)) :]
     return fd
 
 
 def read_fd(fd, cap):
-    """Up to ``cap`` bytes of ``fd`` from its start."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    out = bytearray()
-    while len(out) < cap:
-        chunk = os.read(fd, min(cap - len(out), 1 << 20))
+    """Up to ``cap`` bytes of ``fd`` from its start (positional reads: the file offset is neither used nor moved)."""
+    parts, got = [], 0
+    while got < cap:
+        chunk = os.pread(fd, cap - got, got)
         if not chunk:
             break
-        out += chunk
-    return bytes(out)
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def set_limits(memory_limit_mb, cpu_s, output_limit_mb, base_vm, as_limit=True):
@@ -320,7 +320,7 @@ def base_record(status, rusage, t0, out_fd, err_fd, output_cap):
         "cpu_s": round(rusage.ru_utime + rusage.ru_stime, 6),
         "stdout": read_fd(out_fd, min(size, output_cap)).decode("utf-8", "surrogateescape"),
         "stdout_truncated": size > output_cap,
-        "stderr": read_fd(err_fd, REPORT_CAP).decode("utf-8", "replace"),
+        "stderr": read_fd(err_fd, min(os.fstat(err_fd).st_size, REPORT_CAP)).decode("utf-8", "replace"),
     }
     os.close(out_fd)
     os.close(err_fd)
