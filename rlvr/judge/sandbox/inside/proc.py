@@ -83,20 +83,33 @@ def prepare():
     objects over fds 0/1/2 (a child points those fds at its own files first, then takes its copy-on-write copy of
     these objects) and the program's ``sys.path``. Constructing them in each child cost ~100 page copies per test
     (measured, docs/judge/suite.md); no process but a test child ever reads or writes through them, so each child
-    gets them exactly as built. Fds 0-2 that are closed are first opened on ``/dev/null``."""
+    gets them exactly as built. They are built while fds 0/1/2 are an empty memfd, so what they cache at
+    construction (position 0, seekable, block size) is what a child's own memfds give; the warden's fds are put
+    back afterwards."""
     global _PREPARED
+    saved = []
     for fd in (0, 1, 2):
         try:
-            os.fstat(fd)
+            saved.append(os.dup(fd))
         except OSError:
-            null = os.open("/dev/null", os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
+            saved.append(None)
+    scratch = os.memfd_create("prepare", 0)
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(scratch, fd)
+        streams = _std_streams()
+    finally:
+        for fd, old in zip((0, 1, 2), saved, strict=True):
+            if old is None:
+                os.close(fd)
+            else:
+                os.dup2(old, fd)
+                os.close(old)
+        os.close(scratch)
     # the interpreter's own streams are kept referenced here: replaced in a child, they would otherwise be finalised
     # there (their close/flush machinery copies ~70 more pages per test)
     keep = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
-    _PREPARED = (_std_streams(), [p for p in sys.path if not p.startswith("/judge")], keep)
+    _PREPARED = (streams, [p for p in sys.path if not p.startswith("/judge")], keep)
 
 
 _PREPARED = None
