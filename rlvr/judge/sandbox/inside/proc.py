@@ -3,9 +3,11 @@
 Standard library only. The runner (:mod:`runner`) forks one child per test (or one call server per submission, see
 :mod:`callserver`); the child gets its stdin from a memfd, writes stdout/stderr to memfds (read back after it exits),
 runs under ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` (output cap), ``RLIMIT_NPROC`` and no core files,
-and reports on a pipe whose records carry a per-child random nonce, so stdout tricks, early exits and ``atexit``
-handlers read as "no result", never as success. After every child, ``kill(-1, SIGKILL)`` removes every other process
-of the sandbox except the runner itself and the warden (PID 1 of the pid namespace, which the kernel protects).
+and reports on a pipe whose records carry a per-child nonce (:func:`next_nonce`), so stdout tricks, early exits and
+``atexit`` handlers read as "no result", never as success. After every child, ``kill(-1, SIGKILL)`` removes every
+other process of the sandbox except the runner itself and the warden (PID 1 of the pid namespace, which the kernel
+protects). Each ``fork()`` here is paid per test, with copy-on-write faults on every page parent or child writes
+afterwards: the child's path is kept short and free of Python-level setup (:func:`prepare`; docs/judge/suite.md).
 """
 
 import _signal
