@@ -48,6 +48,12 @@ import click
 HERE = Path(__file__).parent
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 FLOOR_PY = "/usr/bin/python3"
+FLOOR_SPLIT = (  # floor.py's field, the per-test figure it becomes, scale
+    ("parent_cpu_s", "parent_cpu_ms_per_test", 1000),
+    ("child_cpu_s", "child_cpu_ms_per_test", 1000),
+    ("parent_faults", "parent_faults_per_test", 1),
+    ("child_faults", "child_faults_per_test", 1),
+)
 
 
 # ------------------------------------------------------------------------------------------------ measurement plumbing
@@ -120,6 +126,10 @@ def run_floor(items: list[dict[str, Any]], cgroup: str | None) -> dict[str, Any]
     got = json.loads(out.stdout)
     d["false_negatives"] = got["tests"] - got["accepted"]
     d["inner_cpu_s"] = got["cpu_s"]
+    # the floor's own split (parent vs forked children), to compare with profile_sandbox.py's runner vs test child
+    for key, name, scale in FLOOR_SPLIT:
+        if key in got:
+            d[name] = round(got[key] * scale / max(got["tests"], 1), 3)
     return d
 
 

@@ -4,7 +4,9 @@ Run by :mod:`bench_judge` under the same interpreter the sandbox uses (``/usr/bi
 request ``{"items": [{"code", "tests": [{"stdin", "stdout"}]}]}`` on stdin, then for every test forks this already
 warm process; the child points fds 0/1 at pipes and ``exec``\\s the pre-compiled program; the parent writes the
 input, reads the output, waits for the child and compares whitespace-separated tokens. Prints
-``{"tests", "accepted", "cpu_s"}`` (``cpu_s``: this process and every reaped child, RUSAGE_SELF + RUSAGE_CHILDREN).
+``{"tests", "accepted", "cpu_s", "parent_cpu_s", "child_cpu_s", "parent_faults", "child_faults"}`` (``cpu_s``: this
+process and every reaped child, RUSAGE_SELF + RUSAGE_CHILDREN; faults: minor page faults, the same split; compare
+with ``profile_sandbox.py``).
 """
 
 import json
@@ -61,8 +63,10 @@ def main():
             n += 1
             ok += status == 0 and out.split() == t["stdout"].encode().split()
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-    sys.stdout.write(json.dumps({"tests": n, "accepted": ok, "cpu_s": cpu}) + "\n")
+    parent, children = me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+    sys.stdout.write(json.dumps({"tests": n, "accepted": ok, "cpu_s": parent + children, "parent_cpu_s": parent,
+                                 "child_cpu_s": children, "parent_faults": me.ru_minflt,
+                                 "child_faults": kids.ru_minflt}) + "\n")
 
 
 if __name__ == "__main__":

@@ -118,3 +118,34 @@ def test_fork_bomb_is_contained(judge):
     assert res.verdict == "accepted", res.tests[0].stdout
     # the judge is still healthy afterwards and the sleepers are gone
     assert run(judge, "print('OK')").verdict == "accepted"
+
+
+def test_every_test_starts_in_a_fresh_empty_work_dir(judge):
+    """A test that leaves files, makes the work dir unreadable, or replaces it by a symlink or another directory does
+    not change what the next test of the same submission finds: an empty ``/tmp/work`` (mode 755) as its cwd. (The
+    runner re-makes the dir only when needed; before that, a ``chmod`` made every later test fail.)"""
+    code = r'''
+import os, shutil, sys
+mode = sys.stdin.read().strip()
+print("seen", sorted(os.listdir(".")), os.getcwd(), oct(os.stat(".").st_mode & 0o777), os.path.islink("/tmp/work"))
+open("leftover.txt", "w").write("x")
+os.makedirs("sub/deeper", exist_ok=True)
+if mode == "chmod":
+    os.chmod("sub", 0)
+    os.chmod(".", 0o500)
+elif mode in ("symlink", "replace"):
+    os.chdir("/tmp")
+    shutil.rmtree("/tmp/work")
+    if mode == "symlink":
+        os.makedirs("/tmp/elsewhere/planted", exist_ok=True)
+        os.symlink("/tmp/elsewhere", "/tmp/work")
+    else:
+        os.mkdir("/tmp/work")
+        open("/tmp/work/planted", "w").write("y")
+'''
+    expected = "seen [] /tmp/work 0o755 False\n"
+    modes = ("plain", "chmod", "plain", "symlink", "plain", "replace", "plain")
+    p = Problem(id="t/workdir", source="t", split="test", statement="",
+                tests=[{"kind": "stdio", "stdin": m, "stdout": expected} for m in modes])
+    res = judge.judge(p, code)
+    assert [t.verdict for t in res.tests] == ["accepted"] * len(modes), res.message

@@ -3,12 +3,14 @@
 Standard library only. The runner (:mod:`runner`) forks one child per test (or one call server per submission, see
 :mod:`callserver`); the child gets its stdin from a memfd, writes stdout/stderr to memfds (read back after it exits),
 runs under ``RLIMIT_AS`` (memory), ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` (output cap), ``RLIMIT_NPROC`` and no core files,
-and reports on a pipe whose records carry a per-child random nonce, so stdout tricks, early exits and ``atexit``
-handlers read as "no result", never as success. After every child, ``kill(-1, SIGKILL)`` removes every other process
-of the sandbox except the runner itself and the warden (PID 1 of the pid namespace, which the kernel protects).
+and reports on a pipe whose records carry a per-child nonce (:func:`next_nonce`), so stdout tricks, early exits and
+``atexit`` handlers read as "no result", never as success. After every child, ``kill(-1, SIGKILL)`` removes every
+other process of the sandbox except the runner itself and the warden (PID 1 of the pid namespace, which the kernel
+protects). Each ``fork()`` here is paid per test, with copy-on-write faults on every page parent or child writes
+afterwards: the child's path is kept short and free of Python-level setup (:func:`prepare`; docs/judge/suite.md).
 """
 
-import base64
+import _signal
 import io
 import json
 import os
@@ -29,22 +31,22 @@ PRIVATE_FDS = []  # the runner's own channel fds: closed in every child
 def memfd(name, data=b""):
     """An anonymous in-memory file holding ``data``, positioned at 0 (a test's stdin/stdout/stderr)."""
     fd = os.memfd_create(name, 0)
-    if data:
-        os.write(fd, data)
-        os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.pwrite(fd, view, len(data) - len(view)) :]
     return fd
 
 
 def read_fd(fd, cap):
-    """Up to ``cap`` bytes of ``fd`` from its start."""
-    os.lseek(fd, 0, os.SEEK_SET)
-    out = bytearray()
-    while len(out) < cap:
-        chunk = os.read(fd, min(cap - len(out), 1 << 20))
+    """Up to ``cap`` bytes of ``fd`` from its start (positional reads: the file offset is neither used nor moved)."""
+    parts, got = [], 0
+    while got < cap:
+        chunk = os.pread(fd, cap - got, got)
         if not chunk:
             break
-        out += chunk
-    return bytes(out)
+        parts.append(chunk)
+        got += len(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def set_limits(memory_limit_mb, cpu_s, output_limit_mb, base_vm, as_limit=True):
@@ -60,9 +62,64 @@ def set_limits(memory_limit_mb, cpu_s, output_limit_mb, base_vm, as_limit=True):
     resource.setrlimit(resource.RLIMIT_NPROC, (NPROC_LIMIT, NPROC_LIMIT))
 
 
+def _std_streams():
+    """Fresh ``(stdin, stdout, stderr)`` text streams over fds 0/1/2, as the interpreter's own std streams are
+    (modes, names; stderr line-buffered with ``backslashreplace``)."""
+    stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
+    stdout = io.TextIOWrapper(io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8")
+    stderr = io.TextIOWrapper(
+        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
+        encoding="utf-8",
+        errors="backslashreplace",
+        line_buffering=True,
+    )
+    # as the interpreter's own std streams have them: competitive-programming FastIO templates read sys.stdout.mode
+    for stream, mode, name in ((stdin, "r", "<stdin>"), (stdout, "w", "<stdout>"), (stderr, "w", "<stderr>")):
+        stream.mode = mode
+        stream.buffer.raw.name = name
+    return stdin, stdout, stderr
+
+
+def prepare():
+    """Build, once in the warden, what every test child needs and never modifies in its parent: unused std stream
+    objects over fds 0/1/2 (a child points those fds at its own files first, then takes its copy-on-write copy of
+    these objects) and the program's ``sys.path``. Constructing them in each child cost ~100 page copies per test
+    (measured, docs/judge/suite.md); no process but a test child ever reads or writes through them, so each child
+    gets them exactly as built. They are built while fds 0/1/2 are an empty memfd, so what they cache at
+    construction (position 0, seekable, block size) is what a child's own memfds give; the warden's fds are put
+    back afterwards."""
+    global _PREPARED
+    saved = []
+    for fd in (0, 1, 2):
+        try:
+            saved.append(os.dup(fd))
+        except OSError:
+            saved.append(None)
+    scratch = os.memfd_create("prepare", 0)
+    try:
+        for fd in (0, 1, 2):
+            os.dup2(scratch, fd)
+        streams = _std_streams()
+    finally:
+        for fd, old in zip((0, 1, 2), saved, strict=True):
+            if old is None:
+                os.close(fd)
+            else:
+                os.dup2(old, fd)
+                os.close(old)
+        os.close(scratch)
+    # the interpreter's own streams are kept referenced here: replaced in a child, they would otherwise be finalised
+    # there (their close/flush machinery copies ~70 more pages per test)
+    keep = (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    _PREPARED = (streams, [p for p in sys.path if not p.startswith("/judge")], keep)
+
+
+_PREPARED = None
+
+
 def child_stdio(stdin_fd, out_fd, err_fd):
-    """In a test child: close the runner's channel, make fds 0/1/2 and ``sys.std*`` the test's files, cd to the
-    work dir."""
+    """In a test child: close the runner's channel, make fds 0/1/2 and ``sys.std*`` the test's files (the std stream
+    objects of :func:`prepare`, else new ones), cd to the work dir, drop the judge from ``sys.path``."""
     for fd in PRIVATE_FDS:
         try:
             os.close(fd)
@@ -71,23 +128,12 @@ def child_stdio(stdin_fd, out_fd, err_fd):
     os.dup2(stdin_fd, 0)
     os.dup2(out_fd, 1)
     os.dup2(err_fd, 2)
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding="utf-8")
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(1, "w", closefd=False)), encoding="utf-8"
-    )
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
-        io.BufferedWriter(io.FileIO(2, "w", closefd=False)),
-        encoding="utf-8",
-        errors="backslashreplace",
-        line_buffering=True,
-    )
-    # as the interpreter's own std streams have them: competitive-programming FastIO templates read sys.stdout.mode
-    std = ((sys.stdin, "r", "<stdin>"), (sys.stdout, "w", "<stdout>"), (sys.stderr, "w", "<stderr>"))
-    for stream, mode, name in std:
-        stream.mode = mode
-        stream.buffer.raw.name = name
+    if _PREPARED is None:
+        prepare()
+    (sys.stdin, sys.stdout, sys.stderr), path, _keep = _PREPARED
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
     os.chdir(WORKDIR)
-    sys.path[:] = [p for p in sys.path if not p.startswith("/judge")]  # the program sees a plain interpreter's path
+    sys.path[:] = path  # the program sees a plain interpreter's path
 
 
 def exit_code(exc):
@@ -132,10 +178,30 @@ class Channel:
     def put(self, **rec):
         """Send one record (a JSON object, 4-byte length prefix)."""
         rec["n"] = self._nonce
-        data = self._dumps(rec).encode()
+        self._send(self._dumps(rec).encode())
+
+    def ok(self, code):
+        """Send ``{"ok": true, "x": code}`` (``code``: int exit status) without the json module's Python code."""
+        self._send(b'{"ok": true, "x": %d, "n": "%s"}' % (code, self._nonce.encode()))
+
+    def _send(self, data):
         view = memoryview(self._pack(">I", len(data)) + data)
         while view:
             view = view[self._write(self._fd, view) :]
+
+
+_NONCE = ["", 0, 0]  # key, owner pid, counter
+
+
+def next_nonce():
+    """A nonce no other child of this process got: a random key drawn once per process (the runner) plus a counter.
+    A record only counts with its child's nonce; the nonce needs to differ between children, not to be secret from
+    them (a child can read its own), so one ``getrandom`` per runner is enough."""
+    pid = os.getpid()
+    if _NONCE[1] != pid:
+        _NONCE[:] = [os.urandom(12).hex(), pid, 0]
+    _NONCE[2] += 1
+    return f"{_NONCE[0]}{_NONCE[2]}"
 
 
 def spawn(target, stdin_data, limits, base_vm, close_in_child=()):
@@ -144,7 +210,7 @@ def spawn(target, stdin_data, limits, base_vm, close_in_child=()):
     in_fd = memfd("stdin", stdin_data)
     out_fd, err_fd = memfd("stdout"), memfd("stderr")
     rfd, wfd = os.pipe()
-    nonce = base64.b16encode(os.urandom(16)).decode()
+    nonce = next_nonce()
     flush()
     t0 = time.monotonic()
     pid = os.fork()
@@ -152,7 +218,7 @@ def spawn(target, stdin_data, limits, base_vm, close_in_child=()):
         try:
             for fd in (rfd, *close_in_child):
                 os.close(fd)
-            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)  # the C call: signal.signal's enum code copies pages
             child_stdio(in_fd, out_fd, err_fd)
             for fd in (in_fd, out_fd, err_fd):
                 os.close(fd)
@@ -170,6 +236,7 @@ class Records:
 
     def __init__(self, nonce):
         self.nonce, self.buf, self.overflow = nonce, bytearray(), False
+        self._ok_tail = b', "n": "%s"}' % nonce.encode()
 
     def feed(self, chunk):
         """Add ``chunk`` (bytes); return the complete records with the right nonce (others are dropped)."""
@@ -183,11 +250,18 @@ class Records:
                 break
             if len(self.buf) < 4 + size:
                 break
+            body = bytes(self.buf[4 : 4 + size])
+            del self.buf[: 4 + size]
+            # Channel.ok's exact form, read without the json module (its Python code costs page copies per test)
+            if body.startswith(b'{"ok": true, "x": ') and body.endswith(self._ok_tail):
+                code = body[18 : -len(self._ok_tail)]
+                if code.isdigit() and len(code) < 4:
+                    out.append({"ok": True, "x": int(code)})
+                    continue
             try:
-                rec = json.loads(bytes(self.buf[4 : 4 + size]))
+                rec = json.loads(body)
             except ValueError:
                 rec = None
-            del self.buf[: 4 + size]
             if isinstance(rec, dict) and rec.pop("n", None) == self.nonce:
                 out.append(rec)
         return out
@@ -237,7 +311,8 @@ def collect(pid, rfd, nonce, deadline_fn, on_record):
         if timed_out:
             os.kill(pid, signal.SIGKILL)
         _, status, rusage = os.wait4(pid, 0)
-        kill_all()
+        if not exited:  # after the exit was seen, kill_all() already ran and nothing but the runner can fork since
+            kill_all()
         os.close(pidfd)
         os.close(rfd)
     return timed_out, status, rusage
@@ -260,7 +335,7 @@ def base_record(status, rusage, t0, out_fd, err_fd, output_cap):
         "cpu_s": round(rusage.ru_utime + rusage.ru_stime, 6),
         "stdout": read_fd(out_fd, min(size, output_cap)).decode("utf-8", "surrogateescape"),
         "stdout_truncated": size > output_cap,
-        "stderr": read_fd(err_fd, REPORT_CAP).decode("utf-8", "replace"),
+        "stderr": read_fd(err_fd, min(os.fstat(err_fd).st_size, REPORT_CAP)).decode("utf-8", "replace"),
     }
     os.close(out_fd)
     os.close(err_fd)
