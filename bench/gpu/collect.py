@@ -57,12 +57,30 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
-def verl_steps(run_dir: Path) -> list[dict[str, Any]]:
-    """Per-step split of a verl run folder (module doc): one dict per training step, in step order."""
+def _curves_judge(curves: Path | None) -> dict[int, dict[str, float]]:
+    """``{step: {"judge_s", "judged"}}`` from a stage's curves TSV (empty cells and a missing file give ``{}``)."""
+    if curves is None or not curves.is_file():
+        return {}
+    lines = curves.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return {}
+    head = lines[0].split("\t")
+    out = {}
+    for line in lines[1:]:
+        row = dict(zip(head, line.split("\t"), strict=False))
+        if row.get("judge_s") and row.get("judged"):
+            out[int(row["step"])] = {"judge_s": float(row["judge_s"]), "judged": int(row["judged"])}
+    return out
+
+
+def verl_steps(run_dir: Path, curves: Path | None = None) -> list[dict[str, Any]]:
+    """Per-step split of a verl run folder (module doc): one dict per training step, in step order. Judge seconds
+    come from the stage's curves TSV ``curves`` when given (computed by the stage from the judge log with the rollout
+    dumps' exact mtimes), else from the judge log here (an archive keeps mtimes to the second only)."""
     from rlvr.reward import judge_log  # the suite runs with the repo on PYTHONPATH
 
-    judged = judge_log.judge_seconds_per_step(judge_log.read_judge_log(run_dir / "judge"),
-                                              judge_log.dump_times(run_dir / "rollouts"))
+    judged = _curves_judge(curves) or judge_log.judge_seconds_per_step(
+        judge_log.read_judge_log(run_dir / "judge"), judge_log.dump_times(run_dir / "rollouts"))
     by_step: dict[int, dict[str, Any]] = {}
     for log in sorted((run_dir / "logs").glob("attempt-*.jsonl")):
         for rec in _jsonl(log):
@@ -96,7 +114,16 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
 
 def _run_dirs(repo: Path, stage: str) -> list[Path]:
     base = repo / ".cache" / "train" / stage
-    return sorted({p.parent for p in base.glob("**/logs/attempt-*.jsonl")}, key=lambda p: p.stat().st_mtime)
+    return sorted({p.parent.parent for p in base.glob("**/logs/attempt-*.jsonl")}, key=lambda p: p.stat().st_mtime)
+
+
+def _ckpt_run_dir(repo: Path, checkpoint: Any) -> Path | None:
+    """The run folder of a stage's ``checkpoint`` metric (``…/.cache/train/<stage>/…/<hash>/checkpoints/…``), moved
+    under ``repo`` (the metrics may name the GPU machine's absolute path)."""
+    if not isinstance(checkpoint, str) or "/.cache/train/" not in checkpoint or "/checkpoints/" not in checkpoint:
+        return None
+    rel = ".cache/train/" + checkpoint.split("/.cache/train/", 1)[1].split("/checkpoints/", 1)[0]
+    return repo / rel
 
 
 def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
@@ -123,9 +150,11 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
                                                              if isinstance(v, int | float | str | None)})
     stage = {"grpo": "grpo", "big_grpo": "grpo", "repair": "repair", "sft": "sft"}.get(name)
     if stage in ("grpo", "repair"):
-        dirs = _run_dirs(repo, stage)
+        own = _ckpt_run_dir(repo, (out.get("metrics") or {}).get("checkpoint"))
+        dirs = [own] if own is not None and own.is_dir() else _run_dirs(repo, stage)
+        curves = repo / "metrics" / (f"{metrics_file}.tsv" if stage == "grpo" else "repair/curves.tsv")
         if dirs:
-            steps = verl_steps(dirs[-1])
+            steps = verl_steps(dirs[-1], curves)
             out["per_step"] = steps
             out["mean_step"] = {k: _mean(steps, k) for k in (*STEP_KEYS, "judge_s", "judge_share",
                                                                "gen_tokens_per_s")}
