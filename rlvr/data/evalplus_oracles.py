@@ -122,6 +122,17 @@ def oracle_test(kind: str, test: CallTest, expected: str | None, atol: float, re
     return AssertTest(code=code, public=test.public, group=test.group, time_limit_s=test.time_limit_s)
 
 
+def repr_may_be_floats(text: str) -> bool:
+    """Cheap pre-check before parsing an expected value's repr for EvalPlus's ``is_floats`` (a float, or a list/tuple
+    of floats): ``False`` when the repr cannot hold one — a string literal (first character a quote) or a repr
+    without any of ``.``, ``e``, ``E``, ``n`` (every float repr has a point, an exponent, ``inf`` or ``nan``). Saves
+    parsing each of HumanEval+/15's hundreds of multi-megabyte string answers (about a minute of governance CPU)."""
+    head = text.lstrip()[:1]
+    if head in ("'", '"'):
+        return False
+    return any(c in text for c in ".eEn")
+
+
 def _literal(text: str) -> Any:
     try:
         return ast.literal_eval(text)
@@ -141,7 +152,7 @@ def evalplus_atols(tests: list[Any], record_atol: float) -> list[Any]:
             out.append(t)
             continue
         atol = carry.get(t.group, record_atol)
-        if atol == 0 and is_floats(_literal(t.expected)):
+        if atol == 0 and repr_may_be_floats(t.expected) and is_floats(_literal(t.expected)):
             atol = EVALPLUS_FLOAT_ATOL
         carry[t.group] = atol
         out.append(t if t.atol == atol else t.model_copy(update={"atol": atol}))

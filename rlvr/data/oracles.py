@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from rlvr.data.evalplus_limits import is_evalplus, set_time_limits
-from rlvr.data.evalplus_oracles import evalplus_atols, oracle_test
+from rlvr.data.evalplus_oracles import evalplus_atols, oracle_test, repr_may_be_floats
 from rlvr.data.schema import CallTest, Problem
 from rlvr.progress import progress
 
@@ -34,6 +34,8 @@ class _CallOutputs(Protocol):
 
 def _is_floats(expected: str) -> bool:
     """EvalPlus ``is_floats`` on a repr: a float, or a non-empty list/tuple of floats (``inf``/``nan`` count)."""
+    if not repr_may_be_floats(expected):
+        return False
     try:
         from rlvr.judge.literal import parse_literal
 

@@ -109,3 +109,14 @@ def test_set_time_limits_per_test_and_problem():
     assert out[0].time_limit_s == 3.0
     assert out[1] is other  # not an EvalPlus problem
     assert rep["problems_timed"] == 1 and rep["max_limit_s"] == 3.0
+
+
+@pytest.mark.parametrize("value", [1.5, -0.0, float("inf"), float("nan"), 1e300, [1.0, 2.5], (3.0,), 2, "1.5", "abc",
+                                   [1, 2], [1.0, 2], ["x"], None, True, {"a": 1.0}, "e", 10**30])
+def test_float_precheck_never_hides_a_float(value):
+    from rlvr.data.evalplus_oracles import repr_may_be_floats
+    from rlvr.judge.compare import is_floats
+
+    if is_floats(value):
+        assert repr_may_be_floats(repr(value))
+    assert repr_may_be_floats(repr("a.b")) is False and repr_may_be_floats("[1, 2, 3]") is False
