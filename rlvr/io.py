@@ -1,4 +1,5 @@
-"""Atomic, crash-safe file writing: outputs appear complete or not at all (temp file + ``os.replace``).
+"""Atomic, crash-safe file writing: outputs appear complete or not at all (temp file + ``os.replace``); and the
+reading counterpart for logs that other processes append to (:func:`read_appended_jsonl`).
 
 DVC caches whatever a stage leaves behind; writing through these helpers guarantees it never caches a half-written
 file. Directories are published by building them beside the target and renaming.
@@ -15,7 +16,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_dir", "atomic_open", "atomic_write_json", "atomic_write_jsonl", "atomic_write_text"]
+__all__ = [
+    "atomic_dir",
+    "atomic_open",
+    "atomic_write_json",
+    "atomic_write_jsonl",
+    "atomic_write_text",
+    "read_appended_jsonl",
+]
 
 
 @contextlib.contextmanager
@@ -56,6 +64,24 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
     return n
+
+
+def read_appended_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` of each non-blank line of a JSONL log that a process appends to (verl's file
+    logger, the judge log). The last line of a killed writer may be torn: a last line that is not JSON is skipped.
+
+    Raises ``ValueError`` naming the file and line for any other line that is not JSON."""
+    p = Path(path)
+    lines = p.read_text(encoding="utf-8").splitlines()
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            yield lineno, json.loads(line)
+        except json.JSONDecodeError as exc:
+            if lineno == len(lines):
+                return
+            raise ValueError(f"{p}:{lineno}: not JSON: {exc}") from exc
 
 
 @contextlib.contextmanager

@@ -33,6 +33,8 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rlvr.io import read_appended_jsonl
+
 __all__ = ["append_record", "dump_times", "judge_seconds_per_step", "read_judge_log"]
 
 _lock = threading.Lock()
@@ -75,16 +77,7 @@ def read_judge_log(log_dir: str | Path | None) -> list[dict[str, Any]]:
         return []
     recs: list[dict[str, Any]] = []
     for f in sorted(Path(log_dir).glob("*.jsonl")):
-        lines = f.read_text(encoding="utf-8").splitlines()
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if lineno == len(lines):
-                    break
-                raise ValueError(f"{f}:{lineno}: not JSON: {exc}") from exc
+        for lineno, rec in read_appended_jsonl(f):
             if not isinstance(rec, dict) or not isinstance(rec.get("t"), int | float) or not isinstance(
                 rec.get("judge_s"), int | float
             ):

@@ -46,7 +46,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import atomic_write_text
+from rlvr.io import atomic_write_text, read_appended_jsonl
 from rlvr.reward import judge_log
 
 __all__ = [
@@ -106,16 +106,7 @@ def read_file_logs(paths: Iterable[str | Path]) -> dict[int, dict[str, Any]]:
         p = Path(path)
         if not p.is_file():
             continue
-        lines = p.read_text(encoding="utf-8").splitlines()
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if lineno == len(lines):  # torn final line of an interrupted run
-                    break
-                raise ValueError(f"{p}:{lineno}: not JSON: {exc}") from exc
+        for lineno, rec in read_appended_jsonl(p):
             if not isinstance(rec, dict) or not isinstance(rec.get("step"), int) or not isinstance(
                 rec.get("data"), dict
             ):

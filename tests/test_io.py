@@ -1,0 +1,28 @@
+"""rlvr.io: reading JSONL logs that other processes append to."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvr.io import atomic_write_jsonl, read_appended_jsonl
+
+
+def test_blank_lines_skipped_and_line_numbers_kept(tmp_path):
+    f = tmp_path / "log.jsonl"
+    f.write_text('{"a": 1}\n\n{"a": 2}\n')
+    assert list(read_appended_jsonl(f)) == [(1, {"a": 1}), (3, {"a": 2})]
+
+
+def test_torn_last_line_is_skipped(tmp_path):
+    f = tmp_path / "log.jsonl"
+    atomic_write_jsonl(f, [{"a": 1}])
+    with f.open("a") as fh:
+        fh.write('{"a": ')
+    assert list(read_appended_jsonl(f)) == [(1, {"a": 1})]
+
+
+def test_bad_line_before_the_end_is_named(tmp_path):
+    f = tmp_path / "log.jsonl"
+    f.write_text('{"a": 1}\nnot json\n{"a": 3}\n')
+    with pytest.raises(ValueError, match=r"log.jsonl:2: not JSON"):
+        list(read_appended_jsonl(f))
