@@ -37,6 +37,7 @@ from rlvr.data.bundled import parse_spec, resolve, sha256_file
 from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
 from rlvr.data.errors import DataError
+from rlvr.data.evalplus_oracles import COMPAT
 from rlvr.data.neardup import NearDupConfig, near_dedup
 from rlvr.data.oracles import EVALPLUS_FLOAT_ATOL, canonical_set_literal, fill_expected
 from rlvr.data.references import ReferenceParams, verify_references
@@ -93,9 +94,15 @@ class GovernanceParams(Section):
     ``near_dup_threshold``: exact-Jaccard threshold of the near-duplicate audit (0–1; top-level so that
     ``dvc exp run -S governance.near_dup_threshold=0.8`` works); ``near_dup``: the other MinHash/LSH knobs
     (:class:`~rlvr.data.neardup.NearDupConfig`; its ``threshold`` must not be set there); ``contamination``:
-    :class:`~rlvr.data.contamination.ContaminationConfig`; ``references``: :class:`ReferenceParams`."""
+    :class:`~rlvr.data.contamination.ContaminationConfig`; ``references``: :class:`ReferenceParams`;
+    ``evalplus_release``: ``None`` (default: EvalPlus's corrected semantics) or an evaluator release of
+    :data:`rlvr.data.evalplus_oracles.COMPAT` (``"0.3.1"``) whose published verdicts to reproduce, bugs included
+    (HumanEval/32 ``find_zero`` fails every solution under 0.3.1); passed as the loader option of the same name to
+    every dataset (only the HumanEval+/MBPP+ loaders read it; top-level so that
+    ``dvc exp run -S governance.evalplus_release=0.3.1`` works). Docs: ``docs/judge/parity.md``."""
 
     source: Literal["bundled", "hub"] = "bundled"
+    evalplus_release: str | None = None
     datasets: list[DatasetSpec]
     dedup: DedupParams = DedupParams()
     near_dup_threshold: float = Field(default=0.7, gt=0.0, le=1.0)
@@ -105,6 +112,13 @@ class GovernanceParams(Section):
     expected_workers: int = Field(default=2, ge=1)
     references: ReferenceParams = ReferenceParams()
     include_synthetic: bool = False  # write the procedural smoke-profile family (section `synthetic`), unaudited
+
+    @model_validator(mode="after")
+    def _known_release(self) -> GovernanceParams:
+        if self.evalplus_release is not None and self.evalplus_release not in COMPAT:
+            raise ValueError(f"governance.evalplus_release={self.evalplus_release!r}: known releases "
+                             f"{sorted(COMPAT)} (or null for the corrected semantics)")
+        return self
 
     @model_validator(mode="after")
     def _one_threshold(self) -> GovernanceParams:
@@ -144,6 +158,8 @@ def load_configured(cfg: GovernanceParams, raw_dir: str | Path | None = None) ->
             opts["time_limit_s"] = ds.time_limit_s
         if ds.float_tolerance is not None:
             opts["float_tolerance"] = ds.float_tolerance
+        if cfg.evalplus_release is not None:
+            opts["evalplus_release"] = cfg.evalplus_release
         problems = load(ds.name, cfg.source, raw_dir=raw_dir, splits=ds.splits, options=opts)
         if ds.max_problems is not None:
             problems = problems[: ds.max_problems]

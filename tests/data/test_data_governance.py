@@ -97,6 +97,28 @@ def test_run_governance_with_bundled_data():
     assert len(kept2) == 1 and rep2["audits"] == {"noop": {"counts": {"n": 1}}}
 
 
+def test_evalplus_release_is_a_governance_hyperparameter():
+    # params.yaml carries the key (so `dvc exp run -S governance.evalplus_release=0.3.1` overrides an existing key),
+    # the governance stage depends on the whole section, and the value DVC writes ("0.3.1", a YAML string) reaches
+    # the HumanEval+ loader: HumanEval/32 gets the 0.3.1 find_zero oracle, the default keeps the corrected one
+    import yaml
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    assert "evalplus_release" in params["governance"] and params["governance"]["evalplus_release"] is None
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["governance"]
+    assert "governance" in stage["params"]
+    overridden = {**params["governance"], "evalplus_release": yaml.safe_load("0.3.1"),
+                  "datasets": [{"name": "humanevalplus:v0.1.10", "role": "test", "max_problems": 33}]}
+    oracle = {}
+    for release, section in (("0.3.1", overridden), (None, {**overridden, "evalplus_release": None})):
+        cfg = GovernanceParams.model_validate(section)
+        by_id = {p.meta["task_id"]: p for p in load_configured(cfg)["humanevalplus-v0.1.10"]}
+        oracle[release] = by_id["HumanEval/32"].meta["evalplus_oracle"]
+    assert oracle == {"0.3.1": "poly_root_0.3.1", None: "poly_root"}
+    with pytest.raises(ValueError, match=r"evalplus_release='0.2.0': known releases \['0.3.1'\]"):
+        GovernanceParams.model_validate({**overridden, "evalplus_release": "0.2.0"})
+
+
 @pytest.mark.parametrize("stage", ["governance", "manifests"])
 def test_stage_help(stage):
     r = subprocess.run([sys.executable, str(ROOT / "stages" / f"{stage}.py"), "--help"], capture_output=True,
