@@ -20,14 +20,17 @@ EvalPlus gives depends on machine load), and the re-checked verdict is the one k
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 from collections import defaultdict
 from typing import Any
 
 
-def _read(path: str) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(r["task_id"], r["solution_id"]): r for r in map(json.loads, open(path, encoding="utf-8")) if r}
+def _read(paths: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(task_id, solution_id)`` → row over JSONL ``paths``; a later file's row replaces an earlier one's."""
+    return {(r["task_id"], r["solution_id"]): r for p in paths for r in map(json.loads, open(p, encoding="utf-8"))
+            if r}
 
 
 def _cols(r: dict[str, Any]) -> dict[str, bool]:
@@ -88,20 +91,42 @@ def compare(label: str, ev: dict, rl: dict, explained: list[dict[str, Any]],
             "evalplus_pass": sum(_cols(recheck.get(k, ev[k]))[c] for k in keys),
             "rlvr_pass": sum(_cols(rl[k])[c] for k in keys),
         }
+    out["kinds"] = kinds(keys, {k: _cols(recheck.get(k, ev[k])) for k in keys}, dis)
     return out
+
+
+def kind_of(solution_id: str) -> str:
+    """Mutant kind of a bench solution id: ``canonical``, ``wrap:<m>`` or ``src`` (every operator change)."""
+    return "src" if solution_id.startswith("src:") else solution_id
+
+
+def kinds(keys: list[tuple[str, str]], ev_cols: dict[tuple[str, str], dict[str, bool]],
+          dis: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Per solution kind: ``solutions``, ``tasks`` it was generated for, EvalPlus ``plus_pass`` (after re-checks) and
+    ``disagree`` (solutions with a non-flake disagreement in any column): the bench's coverage table."""
+    bad = {(x["task_id"], x["solution_id"]) for x in dis if not x.get("flake")}
+    out: dict[str, dict[str, Any]] = {}
+    for k in keys:
+        d = out.setdefault(kind_of(k[1]), {"solutions": 0, "tasks": set(), "plus_pass": 0, "disagree": 0})
+        d["solutions"] += 1
+        d["tasks"].add(k[0])
+        d["plus_pass"] += ev_cols[k]["plus"]
+        d["disagree"] += k in bad
+    return {n: {**d, "tasks": len(d["tasks"])} for n, d in sorted(out.items())}
 
 
 def main() -> None:
     """CLI entry (see the module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--label", required=True)
-    ap.add_argument("--evalplus", required=True)
-    ap.add_argument("--rlvr", required=True)
+    ap.add_argument("--evalplus", required=True, nargs="+", help="JSONL file(s); a later file's row wins")
+    ap.add_argument("--rlvr", required=True, nargs="+", help="JSONL file(s); a later file's row wins")
     ap.add_argument("--explained", default="")
     ap.add_argument("--json", default="")
-    ap.add_argument("--recheck", default="", help="run_evalplus.py --only output for the disagreeing pairs")
+    ap.add_argument("--recheck", nargs="*", default=[], help="run_evalplus.py --only output(s) for disagreeing pairs")
     ap.add_argument("--pairs-out", default="", help="write the disagreeing pairs here (JSONL)")
-    ap.add_argument("--merged-out", default="", help="write EvalPlus verdicts with re-checks applied (JSONL)")
+    ap.add_argument("--merged-out", default="",
+                    help="write EvalPlus verdicts with re-checks applied (JSONL; gzipped when the name ends in .gz)")
     args = ap.parse_args()
     explained = json.load(open(args.explained)) if args.explained else []
     ev, rl = _read(args.evalplus), _read(args.rlvr)
@@ -113,7 +138,7 @@ def main() -> None:
         with open(args.pairs_out, "w", encoding="utf-8") as fh:
             fh.writelines(json.dumps({"task_id": t, "solution_id": i}) + "\n" for t, i in pairs)
     if args.merged_out:
-        with open(args.merged_out, "w", encoding="utf-8") as fh:
+        with (gzip.open if args.merged_out.endswith(".gz") else open)(args.merged_out, "wt", encoding="utf-8") as fh:
             for k in sorted(ev):
                 r = dict(recheck.get(k, ev[k]))
                 if k in recheck and recheck[k] != ev[k]:
@@ -127,6 +152,8 @@ def main() -> None:
         for x in v["unexplained"] + v["explained"] + v["flakes"]:
             print(f"    {x['task_id']:<14} {x['solution_id']:<22} EvalPlus {x['evalplus_status']} rlvr "
                   f"{x['rlvr_verdict']}: {x['cause'] or 'UNEXPLAINED'}")
+    print("  kind: solutions / tasks / EvalPlus plus-pass / disagreeing: " + "; ".join(
+        f"{n} {d['solutions']}/{d['tasks']}/{d['plus_pass']}/{d['disagree']}" for n, d in s["kinds"].items()))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(s, fh, indent=1)

@@ -113,6 +113,38 @@ def _literal(s: str | None) -> Any:
         return None
 
 
+def rotate(rows: list[dict[str, Any]], per_task: int, canonical: bool = True) -> list[dict[str, Any]]:
+    """Keep, per task, ``per_task`` of its non-canonical solutions (plus the canonical one when ``canonical``): the
+    kinds used least so far over the preceding tasks (ties: generation order), so that every kind appears on many
+    tasks and every task gets some wrong answers at a fraction of the full cost. ``src:*`` counts as one kind
+    (``src``) for balancing (then its operators rotate too), so model-like near misses appear about as often as each
+    wrapper. Deterministic."""
+    used: dict[str, int] = {}
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_task.setdefault(r["task_id"], []).append(r)
+
+    def kind(r: dict[str, Any]) -> str:
+        return "src" if r["solution_id"].startswith("src:") else r["solution_id"]
+
+    out: list[dict[str, Any]] = []
+    for sols in by_task.values():
+        out += [r for r in sols if r["solution_id"] == "canonical" and canonical]
+        muts = [r for r in sols if r["solution_id"] != "canonical"]
+        seen: set[str] = set()
+        pick: list[dict[str, Any]] = []
+        for r in sorted(muts, key=lambda r: (used.get(kind(r), 0), used.get(r["solution_id"], 0))):  # stable
+            if len(pick) < per_task and kind(r) not in seen:
+                pick.append(r)
+                seen.add(kind(r))
+        for r in pick:
+            used[kind(r)] = used.get(kind(r), 0) + 1
+            if kind(r) == "src":
+                used[r["solution_id"]] = used.get(r["solution_id"], 0) + 1
+        out += pick
+    return out
+
+
 def make(records: list[dict[str, Any]], problems: dict[str, Any]) -> list[dict[str, Any]]:
     """All solutions (see the module docstring) for EvalPlus ``records``; ``problems``: native task id → rlvr
     Problem with filled tests (for result types and argument reprs)."""
@@ -154,12 +186,22 @@ def main() -> None:
     ap.add_argument("--problems", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--tasks", default="", help="regex on task ids to keep (default: all)")
+    ap.add_argument("--skip-tasks", default="", help="regex (full match) on task ids to drop")
+    ap.add_argument("--per-task", type=int, default=0, help="keep this many mutants per task, rotating kinds (0: all)")
+    ap.add_argument("--no-canonical", action="store_true", help="leave the canonical solutions out")
+    ap.add_argument("--exclude", nargs="*", default=[], help="JSONL files of (task, solution) to leave out")
     args = ap.parse_args()
     records = [json.loads(line) for line in gzip.open(args.data, "rt", encoding="utf-8")]
     if args.tasks:
         records = [r for r in records if re.search(args.tasks, r["task_id"])]
+    if args.skip_tasks:
+        records = [r for r in records if not re.fullmatch(args.skip_tasks, r["task_id"])]
     problems = {p.meta["task_id"]: p for p in read_problems(args.problems)}
     rows = make(records, problems)
+    if args.per_task or args.no_canonical:
+        rows = rotate(rows, args.per_task or 10**6, canonical=not args.no_canonical)
+    done = {(r["task_id"], r["solution_id"]) for f in args.exclude for r in map(json.loads, open(f, encoding="utf-8"))}
+    rows = [r for r in rows if (r["task_id"], r["solution_id"]) not in done]
     with open(args.out, "w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r) + "\n")

@@ -1,8 +1,9 @@
 """A fast slice of the EvalPlus parity bench (``bench/parity/``), through the real judge, without ``evalplus``.
 
-The committed reference ``bench/parity/evalplus_verdicts/<dataset>.jsonl.gz`` holds the ``base_status`` /
-``plus_status`` that the ``evalplus`` 0.3.1 evaluator gave each bench solution (``bench/parity/README.md`` says how it
-was made). Here a slice of tasks is loaded from ``data/raw``, filled as the governance stage fills it, its bench
+The committed reference ``bench/parity/evalplus_verdicts/<dataset>.jsonl.gz`` (all four versions: HumanEval+ v0.1.9,
+v0.1.10, MBPP+ v0.1.0, v0.2.0) holds the ``base_status`` / ``plus_status`` that the ``evalplus`` 0.3.1 evaluator
+gave each bench solution (after ``compare.py``'s lone re-checks; ``bench/parity/README.md`` says how it was made).
+Here a slice of tasks is loaded from ``data/raw``, filled as the governance stage fills it, its bench
 solutions are regenerated (``bench/parity/solutions.py``, deterministic) and judged, and rlvr's statuses must equal
 EvalPlus's on every pair. Timing mutants (``slow_*``) are left out (no timed unit tests); HumanEval+ is loaded with
 ``evalplus_release="0.3.1"`` so that HumanEval/32 reproduces that release's ``find_zero`` bug exactly.
@@ -29,6 +30,11 @@ SLICE = {  # dataset → (spec, loader options, tasks): ~50 tasks with small inp
     "humanevalplus-v0.1.10": ("humanevalplus:v0.1.10", {"evalplus_release": "0.3.1"}, [
         "HumanEval/0", "HumanEval/2", "HumanEval/4", "HumanEval/5", "HumanEval/21", "HumanEval/30",
         "HumanEval/32", "HumanEval/45", "HumanEval/60", "HumanEval/70"]),
+    "mbppplus-v0.1.0": ("mbppplus:v0.1.0", {}, [  # the v0.1.0-only oracles: are_equivalent, sum_div, set_eq /249
+        "Mbpp/164", "Mbpp/295", "Mbpp/249", "Mbpp/3", "Mbpp/17", "Mbpp/58", "Mbpp/62", "Mbpp/88", "Mbpp/127",
+        "Mbpp/222", "Mbpp/240", "Mbpp/557", "Mbpp/737"]),
+    "humanevalplus-v0.1.9": ("humanevalplus:v0.1.9", {"evalplus_release": "0.3.1"}, [
+        "HumanEval/3", "HumanEval/13", "HumanEval/32", "HumanEval/52", "HumanEval/101", "HumanEval/152"]),
 }
 SOLUTIONS_PER_TASK = 5
 # first the mutants that separated rlvr from EvalPlus before the parity work (docs/judge/parity.md), then the rest
