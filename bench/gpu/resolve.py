@@ -40,6 +40,7 @@ TOP = [
     "datasets==5.2.*",
     "tensordict==0.10.0",
     "TransferQueue>=0.1.10",  # verl[verl-core]: verl 0.9.1's main_ppo (TaskRunnerV1) imports transfer_queue
+    "trl==1.16.0",  # the local engine's trainers, for `pytest -m gpu tests/train/test_train_gpu.py` on the GPU machine
     "pycountry",  # mistral-common's pydantic-extra-types[pycountry] (transformers' MistralCommonBackend)
     # vllm 0.26.0 pins apache-tvm-ffi==0.1.10 (for flashinfer, not carried) but xgrammar 0.2.8 (imported by vLLM's
     # structured-output manager at engine start) needs >= 0.1.11: xgrammar's need wins (TOP is walked first)
