@@ -37,7 +37,7 @@ import wire
 BUILD = "/tmp/build"
 FLUSH_BYTES = 1 << 20
 # one record's JSON must fit the host's frame cap (wire.FRAME_CAP, the host's FRAME_CAP) with the frame's own fields;
-# json.dumps writes one character as at most 12 bytes (a non-BMP character as two \uXXXX escapes), so a record of
+# json.dumps writes one character as at most 12 bytes (a non-BMP character as two 6-byte \u escapes), so a record of
 # fewer characters than RECORD_CAP // 12 fits without measuring
 RECORD_CAP = wire.FRAME_CAP - (1 << 16)
 
@@ -192,7 +192,8 @@ def _clean_workdir():
         wipe.chmod_tree(proc.WORKDIR)  # a 000 directory cannot keep its contents
         wipe.remove_tree(proc.WORKDIR)
     except (OSError, RuntimeError, RecursionError):
-        pass  # what stays is removed by the wipe at the end of the submission
+        # not emptied: the check above retries before the next test, the wipe at the end of the submission removes it
+        _WORKDIR_ID[0] = None
     os.makedirs(proc.WORKDIR, exist_ok=True)
     st = os.lstat(proc.WORKDIR)
     _WORKDIR_ID[0] = (st.st_ino, st.st_mode) if stat.S_ISDIR(st.st_mode) else None
