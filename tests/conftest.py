@@ -11,6 +11,10 @@ os.environ.setdefault("WANDB_MODE", "disabled")
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Skip ``@pytest.mark.gpu`` tests when no CUDA device is present."""
+    # NVML's device count, not the CUDA runtime's: torch.cuda.is_available() would otherwise initialise CUDA in the
+    # pytest process, and a process forked from it later (vLLM's engine core) then fails with "Cannot re-initialize
+    # CUDA in forked subprocess" (torch docs, torch.cuda.is_available; seen on the lent H100)
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
     try:
         import torch
 
