@@ -161,7 +161,8 @@ def test_commands_and_written_files(tmp_path):
     prof = load_profile(PROFILE)
     assert grpo_command("py") == ["py", "-m", "verl.trainer.main_ppo"]
     assert sft_command(prof, "py") == ["py", "-m", "torch.distributed.run", "--standalone", "--nnodes=1",
-                                       "--nproc_per_node=8", "-m", "verl.trainer.sft_trainer"]
+                                       "--nproc_per_node=8", "-m", "rlvr.train.verl.compat",
+                                       "verl.trainer.sft_trainer"]
     two = prof.model_copy(update={"nnodes": 2})
     with pytest.raises(ConfigError, match="rendezvous"):
         sft_command(two)
@@ -173,6 +174,8 @@ def test_commands_and_written_files(tmp_path):
     assert argv == ["python", "-m", "verl.trainer.main_ppo", *ov]
     cfg = compose("ppo_trainer", ov)  # the quoted path with a space survives Hydra's parser
     assert cfg.data.train_files == str(tmp_path / "with space" / "train.parquet")
+    # verl merges ray_init.runtime_env into ray.init(): every Ray worker runs the TRL-compat hook first
+    assert cfg.ray_kwargs.ray_init.runtime_env.worker_process_setup_hook == "rlvr.train.verl.compat.worker_setup"
 
 
 def test_profile_errors_name_file_and_field(tmp_path):

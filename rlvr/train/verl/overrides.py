@@ -32,6 +32,7 @@ from typing import Any
 
 from rlvr.config import ConfigError
 from rlvr.io import atomic_write_text
+from rlvr.train.verl.compat import RAY_HOOK_OVERRIDE
 from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
 
 __all__ = [
@@ -258,7 +259,8 @@ def grpo_overrides(
         ("trainer.max_actor_ckpt_to_keep", verl.max_ckpt_to_keep),
         ("trainer.rollout_data_dir", None if rollout_data_dir is None else str(rollout_data_dir)),
     ]
-    return _kv(pairs) + list(profile.extra_overrides)
+    # every Ray worker first fixes verl's TRL check (rlvr.train.verl.compat: verl 0.9.1 + TRL 1.x)
+    return [*_kv(pairs), RAY_HOOK_OVERRIDE, *profile.extra_overrides]
 
 
 def sft_overrides(
@@ -333,7 +335,8 @@ def grpo_command(python: str = "python") -> list[str]:
 
 def sft_command(profile: VerlProfile, python: str = "python", rdzv_endpoint: str | None = None) -> list[str]:
     """argv prefix of the SFT trainer: ``torchrun --standalone --nnodes=1 --nproc_per_node=<n> -m
-    verl.trainer.sft_trainer`` on one node; with ``nnodes > 1`` a c10d rendezvous at ``rdzv_endpoint``
+    rlvr.train.verl.compat verl.trainer.sft_trainer`` on one node (each rank runs verl's SFT trainer after
+    :func:`rlvr.train.verl.compat.patch_verl`); with ``nnodes > 1`` a c10d rendezvous at ``rdzv_endpoint``
     (``host:port``, required then; run the same command on every node).
 
     Raises ``ConfigError`` when ``nnodes > 1`` and no ``rdzv_endpoint`` is given."""
@@ -344,7 +347,8 @@ def sft_command(profile: VerlProfile, python: str = "python", rdzv_endpoint: str
         if not rdzv_endpoint:
             raise ConfigError("verl SFT on several nodes needs a rendezvous endpoint (host:port)")
         cmd += [f"--nnodes={profile.nnodes}", "--rdzv_backend=c10d", f"--rdzv_endpoint={rdzv_endpoint}"]
-    return [*cmd, f"--nproc_per_node={profile.n_gpus_per_node}", "-m", "verl.trainer.sft_trainer"]
+    return [*cmd, f"--nproc_per_node={profile.n_gpus_per_node}", "-m", "rlvr.train.verl.compat",
+            "verl.trainer.sft_trainer"]
 
 
 def write_overrides(out_dir: str | Path, cmd: list[str], overrides: list[str]) -> tuple[Path, Path]:
