@@ -103,6 +103,7 @@ def verl_steps(run_dir: Path, curves: Path | None = None) -> list[dict[str, Any]
         row["reward_mean"] = data.get("critic/score/mean")
         row["kl"] = data.get("actor/kl_loss")
         row["entropy"] = data.get("actor/entropy")
+        row["num_turns"] = data.get("num_turns/mean")
         rows.append(row)
     return rows
 
@@ -133,7 +134,8 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
                            "peak_gpu_mib": row.get("peak_gpu_mib")}
     metrics_file = {"baseline_hf": "baseline_hf", "baseline_vllm": "baseline_vllm",
                     "baseline_openai": "baseline_openai", "big_baseline": "big_baseline_vllm", "sft": "sft",
-                    "grpo": "grpo/seed-1", "big_grpo": "big_grpo/seed-1", "repair": "repair"}.get(name)
+                    "grpo": "grpo/seed-1", "big_grpo": "big_grpo/seed-1", "repair": "repair",
+                    "repair_tool": "repair_tool"}.get(name)
     m = repo / "metrics" / f"{metrics_file}.json" if metrics_file else None
     if m is not None and m.is_file():
         metrics = json.loads(m.read_text(encoding="utf-8"))
@@ -148,16 +150,16 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
             training = metrics.get("training", metrics)
             out.update(steps=training.get("steps"), metrics={k: v for k, v in training.items()
                                                              if isinstance(v, int | float | str | None)})
-    stage = {"grpo": "grpo", "big_grpo": "grpo", "repair": "repair", "sft": "sft"}.get(name)
+    stage = {"grpo": "grpo", "big_grpo": "grpo", "repair": "repair", "repair_tool": "repair", "sft": "sft"}.get(name)
     if stage in ("grpo", "repair"):
         own = _ckpt_run_dir(repo, (out.get("metrics") or {}).get("checkpoint"))
         dirs = [own] if own is not None and own.is_dir() else _run_dirs(repo, stage)
-        curves = repo / "metrics" / (f"{metrics_file}.tsv" if stage == "grpo" else "repair/curves.tsv")
+        curves = repo / "metrics" / (f"{metrics_file}.tsv" if stage == "grpo" else f"{metrics_file}/curves.tsv")
         if dirs:
             steps = verl_steps(dirs[-1], curves)
             out["per_step"] = steps
             out["mean_step"] = {k: _mean(steps, k) for k in (*STEP_KEYS, "judge_s", "judge_share",
-                                                               "gen_tokens_per_s")}
+                                                               "gen_tokens_per_s", "num_turns")}
     return out
 
 

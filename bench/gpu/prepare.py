@@ -4,9 +4,10 @@ Writes ``<dest>/`` = the tracked files of this repository (``git ls-files``), ``
 ``params.yaml`` with ``bench/gpu/overlay.yaml`` merged in (mappings merged key by key, everything else replaced),
 ``params.vllm.yaml`` / ``params.openai.yaml`` (the same with ``baseline.backend`` = ``vllm`` / ``openai``, the
 latter pointing at ``http://127.0.0.1:8000/v1`` and the served name ``base``), ``params.big.yaml`` (``vllm`` on
-``models/big``), and runs the CPU-only stages there
-in order, as plain scripts (no DVC): ``governance`` → ``model`` (the tiny Qwen2), and writes the verl RL parquet
-of the synthetic family (:func:`write_verl_parquet`). With
+``models/big``), ``params.tool.yaml`` (the ``repair_tool`` part: ``repair.tool_format: qwen3_coder`` on
+``models/tool``, the policy of ``bench/gpu/teach_tools.py``; 320 response tokens, 3 steps), and runs the CPU-only
+stages there in order, as plain scripts (no DVC): ``governance`` → ``model`` (the tiny Qwen2), and writes the verl RL
+parquet of the synthetic family (:func:`write_verl_parquet`). With
 ``--big`` it also writes ``models/big``, a random-init Qwen2 of about 0.5B parameters (Qwen2.5-0.5B's width: hidden
 896, 14 heads, 2 KV heads, intermediate 4864; 32 layers instead of 24 to make up for the small vocabulary) on the
 tiny model's tokenizer.
@@ -48,6 +49,10 @@ def write_params(dest: Path) -> None:
     for name, b in variants.items():
         p = merge(params, {"baseline": b})
         (dest / f"params.{name}.yaml").write_text(yaml.safe_dump(p, sort_keys=False), encoding="utf-8")
+    # repair_tool part: the policy taught the qwen3_coder tool-call format (teach_tools.py), room for two turns
+    tool = merge(params, {"repair": {"tool_format": "qwen3_coder", "model": "models/tool"},
+                          "verl": {"max_response_length": 320, "total_training_steps": 3}})
+    (dest / "params.tool.yaml").write_text(yaml.safe_dump(tool, sort_keys=False), encoding="utf-8")
 
 
 def copy_tree(dest: Path) -> None:

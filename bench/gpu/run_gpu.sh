@@ -4,7 +4,7 @@
 #
 #   bash bench/gpu/run_gpu.sh [PART ...]      # default: all parts in order
 #
-# Parts: env baseline_hf baseline_vllm baseline_openai sft grpo repair big_baseline big_grpo. Each runs a stage script
+# Parts: env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo. Each runs a stage script
 # directly (no DVC), timed, with `nvidia-smi` sampling GPU memory every 0.5 s; its log goes to $RES/logs/<part>.log
 # and its row (rc, wall seconds, peak GPU memory) to $RES/parts.jsonl. Results accumulate in $RES across calls, and
 # bench/gpu/collect.py writes $OUT/results.json (+ $OUT/logs.tar.gz) after every call.
@@ -66,6 +66,11 @@ run_part() {
     sft) part sft $PY stages/sft.py ;;
     grpo) part grpo $PY stages/grpo.py --seed 1 --model "${GRPO_MODEL:-models/sft}" ;;
     repair) part repair $PY stages/repair.py --model models/grpo/seed-1 ;;
+    repair_tool) [ -d models/tool ] || $PY bench/gpu/teach_tools.py --model models/sft \
+        --problems data/governance/problems/synthetic.jsonl --out models/tool
+      part repair_tool $PY stages/repair.py --params params.tool.yaml --model models/tool \
+      --out-model models/repair_tool --out-dir data/repair_tool --metrics metrics/repair_tool.json \
+      --curves metrics/repair_tool/curves.tsv ;;
     big_baseline) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
       part big_baseline $PY stages/baseline.py --params params.big.yaml --out-dir data/big_baseline_vllm \
         --metrics metrics/big_baseline_vllm.json ;;
@@ -77,10 +82,10 @@ run_part() {
 }
 
 export -f part serve_and_baseline; export PY RES PART_TIMEOUT_S
-parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(env baseline_hf baseline_vllm baseline_openai sft grpo repair big_baseline big_grpo)
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo)
 for p in "${parts[@]}"; do run_part "$p"; done
 $PY bench/gpu/collect.py --res "$RES" --repo . --out "$OUT/results.json"
 tar czf "$OUT/logs.tar.gz" -C "$RES" logs parts.jsonl -C "$PWD" metrics $(ls -d .cache/train/*/*/logs \
   .cache/train/*/*/*/logs .cache/train/*/*/verl_*.* .cache/train/*/*/*/verl_*.* .cache/train/*/*/tool_config.yaml \
-  2>/dev/null)
+  .cache/train/*/*/judge .cache/train/*/*/*/judge 2>/dev/null)
 ls -la "$OUT"

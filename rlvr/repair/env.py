@@ -84,7 +84,13 @@ class EnvConfig(Section):
     ``tool_memory_mb``: MB; ``tool_output_chars``:
     cap of the returned stdout+stderr. ``judge_hidden_each_turn``: also judge every answer on the hidden tests (for
     the accepted@turn-k curve; recorded in the trace only). ``turn_penalty``: training only, reward subtracted per
-    feedback turn used (TRL :func:`rlvr.repair.trl_env.make_repair_reward`, verl ``run_tests`` step reward)."""
+    feedback turn used (TRL :func:`rlvr.repair.trl_env.make_repair_reward`, verl ``run_tests`` step reward).
+    ``tool_format``: engine ``verl`` only, the tool-call syntax the policy writes and verl's agent loop parses
+    (``actor_rollout_ref.rollout.multi_turn.format``; verl 0.9.1 ``experimental/agent_loop/tool_parser.py``):
+    ``hermes`` = ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Qwen2.5 instruct models),
+    ``qwen3_coder`` = ``<tool_call><function=NAME><parameter=code>...</parameter></function></tool_call>``
+    (Qwen3-Coder: arguments unescaped, and a call cut off by the length limit still parses); the local engine's
+    repair loop gives feedback as user turns and does not read it."""
 
     turns: int = Field(default=3, ge=1)
     mode: Literal["repair", "interpreter"] = "repair"
@@ -98,6 +104,7 @@ class EnvConfig(Section):
     tool_output_chars: int = Field(default=1500, ge=50)
     judge_hidden_each_turn: bool = True
     turn_penalty: float = Field(default=0.0, ge=0.0)
+    tool_format: Literal["hermes", "qwen3_coder"] = "hermes"
 
 
 class _Judge(Protocol):

@@ -23,6 +23,7 @@ created lazily in each rollout worker; its synchronous calls run in a thread (``
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -39,7 +40,7 @@ from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
 
 __all__ = ["PythonTool", "RunTestsTool", "repair_overrides", "repair_row_fields", "repair_tool_config",
-           "repair_verl_rows", "run_repair_verl", "write_repair_parquet", "write_tool_config"]
+           "repair_verl_rows", "run_repair_verl", "tool_call_text", "write_repair_parquet", "write_tool_config"]
 
 _JUDGE: Any = None
 
@@ -123,6 +124,21 @@ def _schema(name: str, description: str, arg: str) -> dict[str, Any]:
     }}
 
 
+def tool_call_text(name: str, arguments: dict[str, str], fmt: str = "hermes") -> str:
+    """The text of one call of tool ``name`` with string ``arguments`` in the syntax ``fmt`` that verl's tool parser
+    of the same name reads back as that call (``hermes``: JSON inside ``<tool_call>`` tags, as Qwen2.5's chat
+    template writes it; ``qwen3_coder``: ``<function=NAME>`` / ``<parameter=ARG>`` XML with raw values, Qwen3-Coder's
+    template; both from verl 0.9.1 ``experimental/agent_loop/tool_parser.py``). Used to write tool-use transcripts,
+    e.g. to teach a small policy the format (``bench/gpu/teach_tools.py``). Raises ``ValueError`` for another
+    ``fmt``."""
+    if fmt == "hermes":
+        return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+    if fmt == "qwen3_coder":
+        params = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in arguments.items())
+        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+    raise ValueError(f"tool_call_text: unknown tool-call format {fmt!r} (hermes, qwen3_coder)")
+
+
 def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None) -> dict[str, Any]:
     """The verl tool-config mapping (``{"tools": [...]}``): ``run_tests`` always, ``run_python`` in interpreter mode.
     Each tool's ``config`` carries ``type: native`` plus the :class:`EnvConfig` fields it reads; ``turn_penalty``
@@ -154,7 +170,8 @@ def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | No
 def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response_chars: int | None = None) -> list[str]:
     """Hydra overrides (``verl.trainer.main_ppo``) turning on the ``tool_agent`` loop with our tools: multi-turn on,
     the tool config, ``max_assistant_turns`` = ``turns + max_tool_calls`` (interpreter) or ``turns``, tool response
-    cap (characters; default ``cfg.feedback_chars``), hermes tool-call format, ``tool_agent`` as default loop. Add
+    cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, ``tool_agent`` as
+    default loop. Add
     them to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
     turns = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
     mt = "actor_rollout_ref.rollout.multi_turn"
@@ -164,7 +181,7 @@ def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response
         f"{mt}.max_assistant_turns={turns}",
         f"{mt}.max_user_turns={turns}",
         f"{mt}.max_tool_response_length={tool_response_chars or cfg.feedback_chars}",
-        f"{mt}.format=hermes",
+        f"{mt}.format={cfg.tool_format}",
         "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent",
     ]
 

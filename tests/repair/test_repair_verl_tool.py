@@ -62,3 +62,31 @@ def test_tools_load_and_answer_from_visible_tests(tmp_path, monkeypatch):
     assert all(t.stdin.strip() not in text for t in hidden.tests) and len(hidden.tests) == 3
     assert [len(j.tests) for j in judge.judged] == [1] and "42" in out
     assert json.loads(json.dumps(row))["agent_name"] == "tool_agent"
+
+
+@pytest.mark.parametrize("fmt", ["hermes", "qwen3_coder"])
+def test_tool_call_text_is_read_back_by_verls_parser_as_the_same_call(fmt):
+    from transformers import PreTrainedTokenizerFast
+    from verl.experimental.agent_loop.tool_parser import ToolParser
+
+    from rlvr.model import build_tokenizer
+
+    code = 'a = input()\nprint("x\\\\y", a, \'q\')\n\tif a: print({"k": 1})'
+    text = "I will test it.\n" + verl_tool.tool_call_text("run_tests", {"code": code}, fmt)
+    tok = build_tokenizer(["print(a)\n" * 50, text], vocab_size=300)
+    assert isinstance(tok, PreTrainedTokenizerFast)
+    parser = ToolParser.get_tool_parser(fmt, tok)
+    ids = tok.encode(text, add_special_tokens=False)
+    content, calls = asyncio.run(parser.extract_tool_calls(ids, None))
+    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("run_tests", {"code": code})]
+    assert content.strip() == "I will test it."
+
+
+def test_tool_format_reaches_the_overrides_and_unknown_ones_are_refused(tmp_path):
+    cfg = EnvConfig(tool_format="qwen3_coder")
+    mt = _compose(verl_tool.repair_overrides(tmp_path / "t.yaml", cfg)).actor_rollout_ref.rollout
+    assert mt.multi_turn.format == "qwen3_coder"
+    with pytest.raises(ValueError, match="tool_format"):
+        EnvConfig(tool_format="xml")
+    with pytest.raises(ValueError, match="unknown tool-call format 'xml'"):
+        verl_tool.tool_call_text("run_tests", {"code": ""}, "xml")

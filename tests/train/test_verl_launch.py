@@ -72,7 +72,7 @@ STEPS = {
     1: {"critic/score/mean": 0.25, "actor/kl_loss": 0.001, "actor/entropy": 1.5, "response_length/mean": 300.0,
         "actor/pg_clipfrac": 0.01, "timing_s/step": 40.0},
     2: {"critic/score/mean": 0.75, "actor/kl_loss": 0.002, "actor/entropy": 1.2, "response_length/mean": 280.0,
-        "actor/pg_clipfrac": 0.02, "timing_s/reward": 3.5},
+        "actor/pg_clipfrac": 0.02, "timing_s/reward": 3.5, "num_turns/mean": 3.5},
 }
 DUMPS = {  # two groups (prompt uids a, b) of two sessions each
     1: [{"uid": "a_0_0", "score": 0.0}, {"uid": "a_1_0", "score": 0.0}, {"uid": "b_0_0", "score": 1.0},
@@ -122,6 +122,7 @@ def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path):
     assert rows[0]["reward_mean"] == "0.25" and rows[0]["zero_std_frac"] == "0.5" and rows[0]["accepted_rate"] == "0.25"
     assert rows[1]["zero_std_frac"] == "0.5" and rows[1]["reward_std"] == "0.433013"
     assert rows[0]["judge_s"] == "" and rows[1]["judge_s"] == "3.5" and rows[0]["pass_ratio"] == ""  # sparse
+    assert rows[0]["num_turns"] == "" and rows[1]["num_turns"] == "3.5"
     assert m["engine"] == "verl" and m["steps"] == 2 and m["reward_first"] == 0.25 and m["reward_last"] == 0.75
 
 

@@ -31,6 +31,8 @@ judge_s            judge seconds per step: ``timing_s/reward`` when verl logs it
                    ``judge_s`` from the judge log (:mod:`rlvr.reward.judge_log`; CPU-seconds of judging, summed
                    over concurrently judged samples, so it can exceed the step's wall time)
 judged             samples in the judge log for the step (empty without a judge log)
+num_turns          ``num_turns/mean``: messages per episode (prompt + responses + tool responses; 2 = one answer
+                   and no tool call; above 2 in repair only when the policy called a tool)
 =================  ========================================================================================
 
 SFT columns (:data:`SFT_COLUMNS`): ``loss`` ← ``train/loss``, ``grad_norm`` ← ``train/grad_norm``,
@@ -72,6 +74,7 @@ GRPO_KEYS: dict[str, str] = {
     "response_length": "response_length/mean",
     "clip_ratio": "actor/pg_clipfrac",
     "judge_s": "timing_s/reward",
+    "num_turns": "num_turns/mean",
 }
 GRPO_COLUMNS: tuple[str, ...] = (
     "reward_mean",
@@ -85,6 +88,7 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "clip_ratio",
     "judge_s",
     "judged",
+    "num_turns",
 )
 SFT_KEYS: dict[str, str] = {
     "loss": "train/loss",
