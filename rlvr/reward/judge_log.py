@@ -10,7 +10,8 @@ Record (one JSON line, written with a single ``write`` of < 4 KiB in append mode
 processes do not interleave; one file per process: ``<host>-<pid>.jsonl``)::
 
     {"t": <unix seconds when the judge returned>, "judge_s": <judge wall seconds of the sample>,
-     "split": <extra_info["split"] or null>, "id": <problem id or null>, "status": <verdict>}
+     "split": <extra_info["split"] or null>, "id": <problem id or null>, "status": <verdict>,
+     "pass_ratio": <passed / tests>, "has_code": <whether a program was found in the response>}
 
 Step assignment (:func:`judge_seconds_per_step`): verl writes ``<rollout_data_dir>/<step>.jsonl`` once the step's
 rollouts (and so their rewards) are complete, and the next step's rollout starts only after the actor update, so a
@@ -53,6 +54,8 @@ def append_record(log_dir: str | Path, extra_info: Any, result: Mapping[str, Any
         "split": info.get("split") if isinstance(info.get("split"), str) else None,
         "id": str(info["id"])[:200] if info.get("id") is not None else None,
         "status": str(result.get("status", ""))[:40],
+        "pass_ratio": float(result.get("pass_ratio") or 0.0),
+        "has_code": bool(result.get("has_code")),
     }
     line = (json.dumps(rec) + "\n").encode()
     path = Path(log_dir) / f"{socket.gethostname()}-{os.getpid()}.jsonl"

@@ -36,6 +36,10 @@ def test_compute_score_appends_one_record_per_sample(tmp_path, fake_judge):
     recs = judge_log.read_judge_log(tmp_path / "judge")
     assert r["score"] == 1.0
     assert [(x["judge_s"], x["split"], x["id"], x["status"]) for x in recs] == [(0.25, "train", "p3", "accepted")] * 2
+    assert [(x["pass_ratio"], x["has_code"]) for x in recs] == [(1.0, True)] * 2
+    rverl.compute_score("demo", "no program here", GT, info, reward_mode="sparse", judge_log=str(tmp_path / "judge"))
+    last = judge_log.read_judge_log(tmp_path / "judge")[-1]
+    assert (last["pass_ratio"], last["has_code"]) == (0.0, False)
 
 
 def test_no_log_without_the_kwarg(tmp_path, fake_judge, monkeypatch):
