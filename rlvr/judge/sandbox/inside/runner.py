@@ -133,7 +133,7 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
     pid, rfd, out_fd, err_fd, t0, nonce = proc.spawn(target, stdin.encode("utf-8", "surrogateescape"), limits, base_vm)
     got = {}
     deadline = t0 + time_limit
-    timed_out, status, rusage = proc.collect(pid, rfd, nonce, lambda: deadline, got.update)
+    timed_out, status, rusage = proc.collect(pid, rfd, nonce, deadline, got.update)
     rec = proc.base_record(status, rusage, t0, out_fd, err_fd, output_mb << 20)
     if timed_out:
         rec["status"] = "timeout"
