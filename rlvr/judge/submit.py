@@ -4,8 +4,9 @@ Failure accounting (the issue's "honest failure accounting"): a runner that dies
 (only the submission can kill it) costs the test it was running, not the others. The sandbox is restarted and the tests
 without a record go to a fresh runner that sends one frame per test (``flush_each``), so its first test without a
 record is the one during which it died: that test gets ``no_result`` (→ ``runtime_error``; ``memory_limit`` when the
-sandbox's cgroup OOM-killed something meanwhile) and the rest go to the next fresh runner. Records that arrived are
-kept (each frame is id-checked, each index bounds-checked against the runner's own test list). After
+sandbox's cgroup OOM-killed something meanwhile) and the rest go to the next fresh runner. A runner that dies during
+the driver relay costs the assert test it was serving; the next assert test starts with a fresh runner. Records that
+arrived are kept (each frame is id-checked, each index bounds-checked against the runner's own test list). After
 :data:`MAX_RUNNER_DEATHS` such deaths, or past the hang detector (one deadline for all runners of the submission), every
 test still without a record gets ``no_result``. Only a sandbox that cannot start, or a fresh warden that does not
 acknowledge, is infrastructure: the submission is retried once in a fresh sandbox, then :class:`SandboxError`
@@ -15,6 +16,7 @@ acknowledge, is infrastructure: the submission is retried once in a fresh sandbo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +129,8 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
             deadline: float, out: Outcome) -> bool | None:
     """One runner on ``req`` whose test ``k`` is batch test ``todo[k]``; fills ``out``. Returns None when it ended
     normally (or hung past ``deadline``, or reached the driver relay), else whether its sandbox's cgroup OOM-killed
-    something meanwhile (it died or broke the protocol mid-batch: the sandbox is restarted)."""
+    something meanwhile (it died or broke the protocol mid-batch: the sandbox is restarted). A runner that dies
+    during the driver relay is replaced there (:func:`_relay`, ``respawn``)."""
     sess = _open(worker.runner)
     # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not only
     # each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
@@ -136,6 +139,22 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
     worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
     oom0 = worker.runner.oom_kills()
     restart = died = False
+
+    def respawn() -> Session | None:
+        """Replace the runner that died during the relay: restart the sandbox, start a fresh runner on the same
+        code with no batch test, and return its session once it is ready for relayed calls (None if it is not)."""
+        nonlocal sess, oom0
+        out.oom = out.oom or worker.runner.oom_kills() > oom0  # read before the restart removes the cgroup
+        worker.runner.finish(sess, restart=True)
+        sess = _open(worker.runner)
+        worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
+        oom0 = worker.runner.oom_kills()
+        sess.send({**req, "tests": [], "interactive": True, "flush_each": True})
+        while (f := sess.recv(deadline)) is not None and f.get("t") != "ready":
+            if f.get("t") in ("done", "error", "compile_error"):
+                return None
+        return sess if f is not None else None
+
     try:
         sess.send(req)
         ready = False
@@ -160,12 +179,15 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
             elif t in ("done", "error"):
                 break
         if ready and drive is not None:
-            out.asserts = _relay(worker, sess, drive, tls)
-            sess.send({"t": "end"})
-            try:
-                while (f := sess.recv(time.monotonic() + 10.0)) is not None and f.get("t") != "done":
-                    pass
-            except SessionTimeout:
+            out.asserts, alive = _relay(worker, sess, drive, tls, respawn, deadline)
+            if alive:
+                sess.send({"t": "end"})
+                try:
+                    while (f := sess.recv(time.monotonic() + 10.0)) is not None and f.get("t") != "done":
+                        pass
+                except SessionTimeout:
+                    restart = True
+            else:  # the last runner died in the relay and was not replaced
                 restart = True
     except SessionTimeout:
         restart = True
@@ -176,8 +198,13 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
     return oom if died and out.compile_error is None and req.get("op") == "batch" else None
 
 
-def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[float]) -> dict[int, dict[str, Any]]:
-    """Relay the driver's candidate calls to the runner; per-test wall budgets enforced here."""
+def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[float],
+           respawn: Callable[[], Session | None], deadline_all: float) -> tuple[dict[int, dict[str, Any]], bool]:
+    """Relay the driver's candidate calls to the runner; per-test wall budgets enforced here. Returns (records by
+    assert-test index, whether the runner is alive at the end). A runner that dies (or breaks the protocol) during
+    an assert test costs that test: its later calls get ``no_result``, and the next test starts with a fresh
+    runner from ``respawn`` (at most :data:`MAX_RUNNER_DEATHS` times, and not past ``deadline_all``, the
+    submission's hang detector, monotonic seconds); after that, calls get ``no_result``."""
     sb = worker.get_driver()
     sess = _open(sb)
     recs: dict[int, dict[str, Any]] = {}
@@ -185,6 +212,7 @@ def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[flo
     cur: int | None = None
     start = time.monotonic()
     runner_alive = True
+    deaths = 0
     try:
         sess.send(drive)
         while True:
@@ -204,6 +232,12 @@ def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[flo
                 break
             t = f.get("t")
             if t == "begin" and isinstance(f.get("i"), int) and 0 <= f["i"] < len(tls):
+                if not runner_alive and deaths <= MAX_RUNNER_DEATHS and time.monotonic() < deadline_all:
+                    fresh = respawn()  # before the test's clock starts: a sandbox restart is not its time
+                    if fresh is not None:
+                        runner, runner_alive = fresh, True
+                    else:
+                        deaths = MAX_RUNNER_DEATHS + 1  # a replacement that cannot start: no further attempt
                 cur, start = f["i"], time.monotonic()
             elif t == "call" and cur is not None:
                 budget = start + tls[cur] - time.monotonic()
@@ -219,7 +253,7 @@ def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[flo
                     except SessionTimeout:
                         ans = None
                     if ans is None or ans.get("t") != "ret" or ans.get("k") != f.get("k"):
-                        runner_alive = False
+                        runner_alive, deaths = False, deaths + 1
                         rec = {**_DIED, "fatal": True}
                     else:
                         rec = ans.get("rec") if isinstance(ans.get("rec"), dict) else {**_DIED, "fatal": True}
@@ -235,4 +269,4 @@ def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[flo
                 break
     finally:
         sb.finish(sess, restart=restart or sess.broken)
-    return recs
+    return recs, runner_alive

@@ -59,6 +59,22 @@ def test_runner_killed_before_the_driver_relay_still_runs_the_assert_tests(judge
     assert verdicts(judge.judge(p, KILL_CALL)) == ["accepted", "runtime_error", "accepted", "accepted"]
 
 
+def test_runner_killed_during_the_driver_relay_costs_only_that_assert_test(judge):
+    # the runner dies inside the relay (while the driver runs the second assert test): that test fails, a fresh
+    # runner serves the assert tests after it, and the call tests' records from before the relay are kept
+    asserts = [{"kind": "assert", "code": f"assert f({x}) + 1 == {2 * x + 1}"} for x in (2, 99, 3, 4)]
+    res = judge.judge(call_problem([1], asserts), KILL_CALL)
+    assert verdicts(res) == ["accepted", "accepted", "runtime_error", "accepted", "accepted"], res.message
+    assert judge.judge(call_problem([1, 2]), KILL_CALL).verdict == "accepted"  # the worker is fine after it
+
+
+def test_a_submission_that_kills_every_runner_in_the_relay_fails_those_tests_and_ends(judge):
+    code = "import os, signal\ndef f(x):\n    os.kill(os.getppid(), signal.SIGKILL)\n"
+    asserts = [{"kind": "assert", "code": f"assert f({x}) + 1 == {2 * x + 1}"} for x in range(8)]
+    res = judge.judge(call_problem([], asserts), code)
+    assert verdicts(res) == ["runtime_error"] * 8
+
+
 def test_a_submission_that_kills_every_runner_fails_every_test_and_ends(judge):
     code = "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nprint(2)\n"
     res = judge.judge(stdio_problem(["1"] * 8), code)

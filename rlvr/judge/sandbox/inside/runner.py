@@ -26,7 +26,6 @@ import json
 import os
 import resource
 import signal
-import stat
 import traceback
 
 import calls
@@ -133,7 +132,7 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
     pid, rfd, out_fd, err_fd, t0, nonce = proc.spawn(target, stdin.encode("utf-8", "surrogateescape"), limits, base_vm)
     got = {}
     deadline = t0 + time_limit
-    timed_out, status, rusage = proc.collect(pid, rfd, nonce, lambda: deadline, got.update)
+    timed_out, status, rusage = proc.collect(pid, rfd, nonce, deadline, got.update)
     rec = proc.base_record(status, rusage, t0, out_fd, err_fd, output_mb << 20)
     if timed_out:
         rec["status"] = "timeout"
@@ -176,27 +175,28 @@ def record_cost(rec, json_dumps=json.dumps):
     return small, 256
 
 
-_WORKDIR_ID = [None]  # (inode, mode) of the empty work dir this runner made
-
-
 def _clean_workdir():
-    """Leave an empty work dir for the next test: nothing to do when it is still the empty directory made here
-    (same inode and mode, no entry), else remove it and make a new one."""
+    """Leave a fresh empty work dir for the next test. Common case, two syscalls: ``rmdir`` (which refuses anything
+    but an empty directory: a non-empty one, a file, a link) and ``mkdir``. Otherwise whatever is there is removed
+    first. When that fails, or the dir cannot be made (the test exhausted /tmp), the next test's child fails to enter
+    it, which is that program's failure; the wipe at the end of the submission removes everything."""
     try:
-        st = os.lstat(proc.WORKDIR)
-        if (st.st_ino, st.st_mode) == _WORKDIR_ID[0] and not os.listdir(proc.WORKDIR):
-            return
+        os.rmdir(proc.WORKDIR)
+        os.mkdir(proc.WORKDIR)
+        return
     except OSError:
         pass
     try:
         wipe.chmod_tree(proc.WORKDIR)  # a 000 directory cannot keep its contents
         wipe.remove_tree(proc.WORKDIR)
+    except FileNotFoundError:
+        pass
     except (OSError, RuntimeError, RecursionError):
-        # not emptied: the check above retries before the next test, the wipe at the end of the submission removes it
-        _WORKDIR_ID[0] = None
-    os.makedirs(proc.WORKDIR, exist_ok=True)
-    st = os.lstat(proc.WORKDIR)
-    _WORKDIR_ID[0] = (st.st_ino, st.st_mode) if stat.S_ISDIR(st.st_mode) else None
+        pass  # not emptied: tried again after the next test
+    try:
+        os.makedirs(proc.WORKDIR, exist_ok=True)
+    except OSError:
+        pass
 
 
 def handle_batch(req, send, recv, base_vm):
