@@ -22,7 +22,13 @@ export VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 RAY_USAGE_STATS_ENABL
 if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
   deb="${BWRAP_DEB:-$(ls .whl/deb/bubblewrap_*.deb bench/gpu/*.deb 2>/dev/null | head -1)}"
   # not under /root (mode 700): the judge runs bwrap as an unprivileged uid, which must reach the binary
-  if [ -n "$deb" ]; then dpkg -x "$deb" /opt/bwrap && export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap; fi
+  if [ -n "$deb" ]; then dpkg -x "$deb" /opt/bwrap && export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap
+  elif [ -x /opt/bwrap/usr/bin/bwrap ]; then export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap  # unpacked by an earlier call
+  fi
+fi
+# without bubblewrap every verdict is sandbox_error and a training part would run on no reward at all (seen once)
+if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
+  echo "run_gpu.sh: no bubblewrap: put bwrap on PATH, set RLVR_BWRAP, or pass BWRAP_DEB=<bubblewrap .deb>" >&2; exit 2
 fi
 PY=python3
 
