@@ -36,7 +36,7 @@ from typing import Any
 
 from rlvr.io import read_appended_jsonl
 
-__all__ = ["append_record", "dump_times", "judge_seconds_per_step", "read_judge_log"]
+__all__ = ["append_record", "dump_times", "judge_seconds_per_step", "read_judge_log", "require_judged"]
 
 _lock = threading.Lock()
 
@@ -87,6 +87,17 @@ def read_judge_log(log_dir: str | Path | None) -> list[dict[str, Any]]:
                 raise ValueError(f"{f}:{lineno}: expected a judge record with numeric 't' and 'judge_s'")
             recs.append(rec)
     return sorted(recs, key=lambda r: r["t"])
+
+
+def require_judged(records: Sequence[Mapping[str, Any]], where: str | Path) -> None:
+    """Raise ``RuntimeError`` naming ``where`` when ``records`` (:func:`read_judge_log`) is non-empty and every sample's
+    status is ``sandbox_error``: the judge never ran a program (no bubblewrap, an unreachable ``RLVR_SANDBOX_URL``),
+    so the run trained on no reward at all and its model must not be published as if it had. Seen on the lent H100
+    when bubblewrap was missing (docs/training/gpu.md)."""
+    if records and all(r.get("status") == "sandbox_error" for r in records):
+        raise RuntimeError(
+            f"{where}: all {len(records)} judged samples were sandbox_error: the judge could not run any program "
+            "(bubblewrap missing or unusable, or the remote sandbox unreachable); the run had no reward signal")
 
 
 def judge_seconds_per_step(

@@ -125,3 +125,17 @@ def test_validation_only_splits_are_left_out_of_the_step(tmp_path):
     assert (row["judge_s"], row["judged"]) == (0.5, 1)
     both = vlogs.step_rows([log], run, "sparse")[0]  # without the files nothing is known to be validation
     assert (both["judge_s"], both["judged"]) == (5.5, 2)
+
+
+def test_a_run_whose_every_sample_was_sandbox_error_is_refused(tmp_path):
+    run = tmp_path / "run"
+    (run / "judge").mkdir(parents=True)
+    log = tmp_path / "attempt-1.jsonl"
+    log.write_text(json.dumps({"step": 1, "data": {"critic/score/mean": 0.0}}) + "\n")
+    recs = [{"t": 1.0, "judge_s": 0.01, "split": "train", "status": "sandbox_error"}] * 3
+    (run / "judge" / "h-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    with pytest.raises(RuntimeError, match=r"judge: all 3 judged samples were sandbox_error"):
+        vlogs.step_rows([log], run, "sparse")
+    # one sample the judge did run is enough: a run with some infrastructure errors is scored as usual
+    (run / "judge" / "h-2.jsonl").write_text(json.dumps({**recs[0], "status": "wrong_answer"}) + "\n")
+    assert [r["step"] for r in vlogs.step_rows([log], run, "sparse")] == [1]

@@ -251,9 +251,11 @@ def step_rows(
 ) -> list[dict[str, Any]]:
     """:func:`grpo_rows` of a verl run folder: its file-logger attempts ``log_paths``, its rollout dumps
     (``<run_dir>/rollouts``) and its judge log (``<run_dir>/judge``, see :mod:`rlvr.reward.judge_log`), leaving out
-    of ``judge_s`` the samples whose split occurs in ``val_files`` but not in ``train_files`` (validation)."""
+    of ``judge_s`` the samples whose split occurs in ``val_files`` but not in ``train_files`` (validation). Raises
+    ``RuntimeError`` when every judged sample was ``sandbox_error`` (:func:`rlvr.reward.judge_log.require_judged`)."""
     run = Path(run_dir)
     val_only = parquet_splits(val_files) - parquet_splits(train_files) if val_files and train_files else set()
-    judge = judge_log.judge_seconds_per_step(judge_log.read_judge_log(run / "judge"),
-                                             judge_log.dump_times(run / "rollouts"), val_only)
+    records = judge_log.read_judge_log(run / "judge")
+    judge_log.require_judged(records, run / "judge")
+    judge = judge_log.judge_seconds_per_step(records, judge_log.dump_times(run / "rollouts"), val_only)
     return grpo_rows(read_file_logs(log_paths), read_rollout_dumps(run / "rollouts"), reward_mode, judge)
