@@ -56,6 +56,8 @@ def test_sft_trains_publishes_and_resumes(base, tmp_path):
     first = AutoModelForCausalLM.from_pretrained(out).state_dict()
     again = run_sft(cfg, common, base, _split("train"), [], FakeJudge(), tmp_path / "again", tmp_path / "again.tsv")
     assert again["resumed_from_step"] == 2 and again["steps"] == 2
+    # and reports the finished run's loss (mean of the logged per-step losses), not 0.0
+    assert m["train_loss"] > 0 and again["train_loss"] == pytest.approx(m["train_loss"], rel=1e-3)
     second = AutoModelForCausalLM.from_pretrained(tmp_path / "again").state_dict()
     assert all(torch.equal(first[k], second[k]) for k in first)
     # interruption after step 1: drop the last checkpoint and the published model, run again → resumes at 1

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,7 @@ __all__ = [
     "grpo_rows",
     "judge_completions",
     "load_problem_sets",
+    "logged_training_loss",
     "lora_config",
     "publish_model",
     "resume_checkpoint",
@@ -164,8 +166,10 @@ def train_and_publish(
 
     A checkpoint already at ``args.max_steps`` is a finished run: its weights are loaded and published without
     training, because ``Trainer.train`` resumed there re-enters the unfinished last epoch and takes one step past
-    ``max_steps`` when ``max_steps`` is not a whole number of epochs (seen with transformers 5.10); the result then
-    reports ``training_loss`` 0.0 as a resumed run with no step left does."""
+    ``max_steps`` when ``max_steps`` is not a whole number of epochs (seen with transformers 5.10); its
+    ``training_loss`` is then the mean of the losses the finished run logged (:func:`logged_training_loss`), not
+    the 0.0 a resumed run with no step left reports, so that ``dvc metrics diff`` after a code-only re-run shows no
+    change."""
     from transformers.trainer_utils import TrainOutput
 
     ckpt = resume_checkpoint(run_dir_)
@@ -175,13 +179,25 @@ def train_and_publish(
     if ckpt is not None and 0 < trainer.args.max_steps <= done:
         trainer._load_from_checkpoint(ckpt)  # transformers' own loader (full weights or adapters)
         trainer.state.global_step = done
-        result = TrainOutput(done, 0.0, {})
+        result = TrainOutput(done, logged_training_loss(ckpt), {})
     else:
         result = trainer.train(resume_from_checkpoint=ckpt)
     wall = time.perf_counter() - t0
     curves.write()
     publish_model(trainer, out_model_dir)
     return result, wall, checkpoint_step(ckpt)
+
+
+def logged_training_loss(ckpt: str | Path) -> float:
+    """Mean of the ``loss`` values in ``<ckpt>/trainer_state.json``'s ``log_history`` (transformers' per-interval
+    training loss; with equal logging intervals this is the run's ``training_loss``, the mean loss per step). 0.0
+    when the file or the values are missing."""
+    try:
+        history = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8")).get("log_history", [])
+    except (OSError, ValueError):
+        return 0.0
+    losses = [float(h["loss"]) for h in history if isinstance(h, dict) and isinstance(h.get("loss"), int | float)]
+    return sum(losses) / len(losses) if losses else 0.0
 
 
 def publish_model(trainer: Any, out_dir: str | Path, extra_files: Mapping[str, str] | None = None) -> Path:
