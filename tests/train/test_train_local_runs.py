@@ -60,6 +60,12 @@ def test_sft_trains_publishes_and_resumes(base, tmp_path):
     assert m["train_loss"] > 0 and again["train_loss"] == pytest.approx(m["train_loss"], rel=1e-3)
     second = AutoModelForCausalLM.from_pretrained(tmp_path / "again").state_dict()
     assert all(torch.equal(first[k], second[k]) for k in first)
+    # the same for an epoch-bounded run (max_steps -1, 12 rows / batch 4 = 3 steps), which Trainer.train resumes
+    ep = SFTParams(epochs=1, per_device_train_batch_size=4, learning_rate=1e-3)
+    e1 = run_sft(ep, common, base, _split("train"), [], FakeJudge(), tmp_path / "e1", tmp_path / "e1.tsv")
+    e2 = run_sft(ep, common, base, _split("train"), [], FakeJudge(), tmp_path / "e2", tmp_path / "e2.tsv")
+    assert e2["resumed_from_step"] == e1["steps"] > 0
+    assert e1["train_loss"] > 0 and e2["train_loss"] == pytest.approx(e1["train_loss"], rel=1e-3)
     # interruption after step 1: drop the last checkpoint and the published model, run again → resumes at 1
     rdir = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, base, problems=_split("train"))
     shutil.rmtree(rdir / "checkpoint-2")

@@ -169,7 +169,8 @@ def train_and_publish(
     ``max_steps`` when ``max_steps`` is not a whole number of epochs (seen with transformers 5.10); its
     ``training_loss`` is then the mean of the losses the finished run logged (:func:`logged_training_loss`), not
     the 0.0 a resumed run with no step left reports, so that ``dvc metrics diff`` after a code-only re-run shows no
-    change."""
+    change. The same holds for a finished epoch-bounded run (``max_steps`` -1), which ``Trainer.train`` resumes with
+    no step left."""
     from transformers.trainer_utils import TrainOutput
 
     ckpt = resume_checkpoint(run_dir_)
@@ -182,6 +183,8 @@ def train_and_publish(
         result = TrainOutput(done, logged_training_loss(ckpt), {})
     else:
         result = trainer.train(resume_from_checkpoint=ckpt)
+        if ckpt is not None and trainer.state.global_step <= done:  # an epoch-bounded finished run: no step left
+            result = TrainOutput(result.global_step, logged_training_loss(ckpt), result.metrics)
     wall = time.perf_counter() - t0
     curves.write()
     publish_model(trainer, out_model_dir)
