@@ -175,28 +175,26 @@ def record_cost(rec, json_dumps=json.dumps):
     return small, 256
 
 
+def _done(fn, *args):
+    """Whether ``fn(*args)`` completed; ``OSError``, ``RuntimeError`` and ``RecursionError`` count as not."""
+    try:
+        fn(*args)
+    except (OSError, RuntimeError, RecursionError):
+        return False
+    return True
+
+
 def _clean_workdir():
     """Leave a fresh empty work dir for the next test. Common case, two syscalls: ``rmdir`` (which refuses anything
     but an empty directory: a non-empty one, a file, a link) and ``mkdir``. Otherwise whatever is there is removed
-    first. When that fails, or the dir cannot be made (the test exhausted /tmp), the next test's child fails to enter
+    first (made writable first: a 000 directory cannot keep its contents); what cannot be removed is tried again
+    after the next test. When the dir cannot be made (the test exhausted /tmp), the next test's child fails to enter
     it, which is that program's failure; the wipe at the end of the submission removes everything."""
-    try:
-        os.rmdir(proc.WORKDIR)
-        os.mkdir(proc.WORKDIR)
+    if _done(os.rmdir, proc.WORKDIR) and _done(os.mkdir, proc.WORKDIR):
         return
-    except OSError:
-        pass
-    try:
-        wipe.chmod_tree(proc.WORKDIR)  # a 000 directory cannot keep its contents
-        wipe.remove_tree(proc.WORKDIR)
-    except FileNotFoundError:
-        pass
-    except (OSError, RuntimeError, RecursionError):
-        pass  # not emptied: tried again after the next test
-    try:
-        os.makedirs(proc.WORKDIR, exist_ok=True)
-    except OSError:
-        pass
+    if _done(wipe.chmod_tree, proc.WORKDIR):
+        _done(wipe.remove_tree, proc.WORKDIR)
+    _done(os.makedirs, proc.WORKDIR, 0o777, True)
 
 
 def handle_batch(req, send, recv, base_vm):
