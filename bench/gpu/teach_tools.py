@@ -7,8 +7,9 @@ same chat template and message roles that verl's agent loop renders:
 
 1. prompt = the problem (:func:`rlvr.data.prompts.build_messages`, what the repair parquet holds) → completion =
    a ``run_tests`` call with the reference solution (:func:`rlvr.repair.verl_tool.tool_call_text` in ``--format``);
-2. prompt = 1. + that call + the tool's answer (``All N example tests passed.``, what ``RunTestsTool`` says to an
-   accepted program) → completion = the final answer in a ```python block (:func:`rlvr.data.synthetic.completion_for`).
+2. prompt = 1. + that call + the tool's answer to an accepted program
+   (:func:`rlvr.repair.verl_tool.accepted_feedback`) → completion = the final answer in a ```python block
+   (:func:`rlvr.data.synthetic.completion_for`).
 
 It then checks, greedily on the held-out problems, how many first responses verl's own parser of ``--format`` reads
 as a ``run_tests`` call, and writes ``teach.json`` (steps, loss, that fraction) into the output model folder.
@@ -35,7 +36,7 @@ from rlvr.data.schema import Problem, read_problems  # noqa: E402
 from rlvr.data.synthetic import completion_for  # noqa: E402
 from rlvr.io import atomic_dir, atomic_write_text  # noqa: E402
 from rlvr.repair.env import split_tests  # noqa: E402
-from rlvr.repair.verl_tool import tool_call_text  # noqa: E402
+from rlvr.repair.verl_tool import accepted_feedback, tool_call_text  # noqa: E402
 
 
 def transcripts(problems: list[Problem], fmt: str, visible_tests: int = 1) -> list[dict[str, Any]]:
@@ -51,7 +52,7 @@ def transcripts(problems: list[Problem], fmt: str, visible_tests: int = 1) -> li
         first = build_messages(p)
         rows.append({"prompt": first, "completion": [{"role": "assistant", "content": call}]})
         rows.append({"prompt": [*first, {"role": "assistant", "content": call},
-                                {"role": "tool", "content": f"All {len(visible.tests)} example tests passed."}],
+                                {"role": "tool", "content": accepted_feedback(len(visible.tests))}],
                      "completion": [{"role": "assistant", "content": completion_for(code)}]})
     return rows
 

@@ -39,8 +39,9 @@ from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
 
-__all__ = ["PythonTool", "RunTestsTool", "repair_overrides", "repair_row_fields", "repair_tool_config",
-           "repair_verl_rows", "run_repair_verl", "tool_call_text", "write_repair_parquet", "write_tool_config"]
+__all__ = ["PythonTool", "RunTestsTool", "accepted_feedback", "repair_overrides", "repair_row_fields",
+           "repair_tool_config", "repair_verl_rows", "run_repair_verl", "tool_call_text", "write_repair_parquet",
+           "write_tool_config"]
 
 _JUDGE: Any = None
 
@@ -56,6 +57,11 @@ def _judge() -> Any:
 
 def _env_cfg(config: dict[str, Any]) -> EnvConfig:
     return EnvConfig(**{k: v for k, v in config.items() if k in EnvConfig.model_fields})
+
+
+def accepted_feedback(total: int) -> str:
+    """What ``run_tests`` answers when the program passes all ``total`` visible tests."""
+    return f"All {total} example tests passed."
 
 
 class RunTestsTool(BaseTool):
@@ -88,8 +94,7 @@ class RunTestsTool(BaseTool):
         if not problem.tests:
             return ToolResponse(text="There are no example tests for this problem."), -self.turn_penalty, {}
         res = await asyncio.to_thread(_judge().judge, problem, code)
-        text = (f"All {res.total} example tests passed." if res.accepted
-                else format_feedback(problem, res, self.env_cfg))
+        text = accepted_feedback(res.total) if res.accepted else format_feedback(problem, res, self.env_cfg)
         return ToolResponse(text=text), -self.turn_penalty, {"verdict": res.verdict, "judge_s": res.judge_s}
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
@@ -171,8 +176,7 @@ def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response
     """Hydra overrides (``verl.trainer.main_ppo``) turning on the ``tool_agent`` loop with our tools: multi-turn on,
     the tool config, ``max_assistant_turns`` = ``turns + max_tool_calls`` (interpreter) or ``turns``, tool response
     cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, ``tool_agent`` as
-    default loop. Add
-    them to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
+    default loop. Add them to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
     turns = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
     mt = "actor_rollout_ref.rollout.multi_turn"
     return [

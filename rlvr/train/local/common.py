@@ -180,11 +180,10 @@ def train_and_publish(
     if ckpt is not None and 0 < trainer.args.max_steps <= done:
         trainer._load_from_checkpoint(ckpt)  # transformers' own loader (full weights or adapters)
         trainer.state.global_step = done
-        result = TrainOutput(done, logged_training_loss(ckpt), {})
     else:
         result = trainer.train(resume_from_checkpoint=ckpt)
-        if ckpt is not None and trainer.state.global_step <= done:  # an epoch-bounded finished run: no step left
-            result = TrainOutput(result.global_step, logged_training_loss(ckpt), result.metrics)
+    if ckpt is not None and trainer.state.global_step <= done:  # a finished run, resumed with no step left
+        result = TrainOutput(done, logged_training_loss(ckpt), {})
     wall = time.perf_counter() - t0
     curves.write()
     publish_model(trainer, out_model_dir)
