@@ -11,13 +11,22 @@ from that source and relied on here:
   call's ``create_kwargs``; the number of calls is bounded by ``multi_turn.max_assistant_turns`` (= K, the turns) and
   ``max_user_turns``, not by the tool;
 * ``tools_kwargs`` comes from the dataset row's ``extra_info.tools_kwargs`` (``RLHFDataset``); the loop is chosen by
-  the row's ``agent_name`` (``tool_agent``).
+  the row's ``agent_name`` (verl's ``tool_agent``; ours: ``rlvr_tool_agent``, below).
 
 Rows (:func:`repair_row_fields`): ``extra_info.tools_kwargs.run_tests.create_kwargs.ground_truth`` = the visible-test
 problem, ``reward_model.ground_truth`` = the hidden-test problem (:func:`rlvr.repair.env.split_tests`), so the final
-reward (:mod:`rlvr.reward.verl`, unchanged) scores the last answer on hidden tests only, and the tool only ever sees
-visible ones. The judge is :func:`rlvr.judge.client.get_judge` (a remote judge when ``RLVR_SANDBOX_URL`` is set),
-created lazily in each rollout worker; its synchronous calls run in a thread (``asyncio.to_thread``).
+reward (:mod:`rlvr.reward.verl`) scores the last answer on hidden tests only, and the tool only ever sees visible ones.
+
+The final answer: verl's reward manager decodes the *whole* multi-turn response (every assistant turn, and the tool
+answers between them, special tokens dropped), so the extractor would also see the judge's feedback and the code of
+earlier tool calls: a final turn without code could be scored on a fenced block the tool printed. The rows therefore
+name our subclass :class:`FinalAnswerAgentLoop` (agent ``rlvr_tool_agent``, registered through
+``actor_rollout_ref.rollout.agent.agent_loop_config_path``), which records the text of the last assistant turn in the
+sample's ``extra_fields["final_answer"]``; verl's reward managers merge those fields into ``extra_info``, and
+:func:`rlvr.reward.verl.compute_score` scores that text instead of the whole response.
+
+The judge is :func:`rlvr.judge.client.get_judge` (a remote judge when ``RLVR_SANDBOX_URL`` is set), created lazily in
+each rollout worker; its synchronous calls run in a thread (``asyncio.to_thread``).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ from typing import Any
 from uuid import uuid4
 
 import yaml
+from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, ToolAgentLoop
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
@@ -39,11 +49,16 @@ from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
 
-__all__ = ["PythonTool", "RunTestsTool", "accepted_feedback", "repair_overrides", "repair_row_fields",
-           "repair_tool_config", "repair_verl_rows", "run_repair_verl", "tool_call_text", "write_repair_parquet",
+__all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
+           "accepted_feedback", "agent_loop_config", "repair_overrides", "repair_row_fields", "repair_tool_config",
+           "repair_verl_rows", "run_repair_verl", "tool_call_text", "write_agent_loop_config", "write_repair_parquet",
            "write_tool_config"]
 
 _JUDGE: Any = None
+AGENT_NAME = "rlvr_tool_agent"
+"""The rows' ``agent_name``: :class:`FinalAnswerAgentLoop`."""
+FINAL_ANSWER_KEY = "final_answer"
+"""``extra_fields`` / reward ``extra_info`` key holding the last assistant turn's text."""
 
 
 def _judge() -> Any:
@@ -62,6 +77,35 @@ def _env_cfg(config: dict[str, Any]) -> EnvConfig:
 def accepted_feedback(total: int) -> str:
     """What ``run_tests`` answers when the program passes all ``total`` visible tests."""
     return f"All {total} example tests passed."
+
+
+class FinalAnswerAgentLoop(ToolAgentLoop):
+    """verl's ``tool_agent`` loop (unchanged) that also records the final answer: after every generation,
+    ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward managers decode a response
+    (``skip_special_tokens=True``), cut where the episode's response is cut (``rollout.response_length`` tokens), so
+    the last one left is the answer the reward scores (module doc). A turn that ends on a tool call is recorded too: an
+    episode whose last turn is a call (turns exhausted) has no final answer, and its text holds no fenced program."""
+
+    async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
+                                       ignore_termination: bool = False) -> AgentState:
+        state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
+        ids = list(agent_data.response_ids)
+        over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
+        if over > 0:
+            ids = ids[: max(0, len(ids) - over)]
+        agent_data.extra_fields[FINAL_ANSWER_KEY] = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return state
+
+
+def agent_loop_config() -> list[dict[str, str]]:
+    """verl's agent-loop config (``rollout.agent.agent_loop_config_path``): ``[{name: AGENT_NAME, _target_: …}]``."""
+    return [{"name": AGENT_NAME, "_target_": f"{__name__}.{FinalAnswerAgentLoop.__qualname__}"}]
+
+
+def write_agent_loop_config(path: str | Path) -> Path:
+    """Write :func:`agent_loop_config` as YAML to ``path`` atomically; returns the path."""
+    atomic_write_text(path, yaml.safe_dump(agent_loop_config(), sort_keys=False))
+    return Path(path)
 
 
 class RunTestsTool(BaseTool):
@@ -172,11 +216,14 @@ def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | No
     return Path(path)
 
 
-def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response_chars: int | None = None) -> list[str]:
-    """Hydra overrides (``verl.trainer.main_ppo``) turning on the ``tool_agent`` loop with our tools: multi-turn on,
+def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response_chars: int | None = None,
+                     agent_loop_config_path: str | Path | None = None) -> list[str]:
+    """Hydra overrides (``verl.trainer.main_ppo``) turning on the tool agent loop with our tools: multi-turn on,
     the tool config, ``max_assistant_turns`` = ``turns + max_tool_calls`` (interpreter) or ``turns``, tool response
-    cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, ``tool_agent`` as
-    default loop. Add them to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
+    cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, and the agent loop
+    :data:`AGENT_NAME` (:class:`FinalAnswerAgentLoop`) registered from ``agent_loop_config_path``
+    (:func:`write_agent_loop_config`) as the default loop; without that path, verl's plain ``tool_agent``. Add them
+    to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
     turns = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
     mt = "actor_rollout_ref.rollout.multi_turn"
     return [
@@ -186,7 +233,9 @@ def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response
         f"{mt}.max_user_turns={turns}",
         f"{mt}.max_tool_response_length={tool_response_chars or cfg.feedback_chars}",
         f"{mt}.format={cfg.tool_format}",
-        "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent",
+        *([f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loop_config_path}",
+           f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}"] if agent_loop_config_path else
+          ["actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"]),
     ]
 
 
@@ -196,7 +245,7 @@ def repair_row_fields(problem: Problem, cfg: EnvConfig) -> dict[str, Any]:
     :mod:`rlvr.train.verl.data`; raises ``ValueError`` for a problem without tests."""
     visible, hidden = split_tests(problem, cfg.visible_tests)
     return {
-        "agent_name": "tool_agent",
+        "agent_name": AGENT_NAME,
         "reward_model": {"style": "rule", "ground_truth": ground_truth(hidden)},
         "extra_info": {"tools_kwargs": {"run_tests": {"create_kwargs": {"ground_truth": ground_truth(visible)}}},
                        "need_tools_kwargs": True},
@@ -233,12 +282,14 @@ def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str 
 def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
                     val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
                     runner: Any = subprocess.run, python: str = sys.executable) -> dict[str, Any]:
-    """Repair training on verl (engine ``verl``): GRPO through the ``tool_agent`` agent loop with our tools.
+    """Repair training on verl (engine ``verl``): GRPO through the tool agent loop (:class:`FinalAnswerAgentLoop`)
+    with our tools.
 
     ``cfg``: the ``repair`` section (:class:`rlvr.repair.eval.RepairParams`; ``cfg.train`` supplies the GRPO fields,
     ``cfg.env()`` the environment); the ``verl`` section is read from ``params_path``. In the run folder
     ``$RLVR_CACHE_DIR/train/repair/<key>``: ``data/{train,val}.parquet`` (:func:`write_repair_parquet`),
-    ``tool_config.yaml`` (:func:`write_tool_config`), ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO overrides
+    ``tool_config.yaml`` (:func:`write_tool_config`), ``agent_loops.yaml`` (:func:`write_agent_loop_config`),
+    ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO overrides
     of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden verdict, plus
     :func:`repair_overrides`). Then launches ``python -m verl.trainer.main_ppo`` through ``runner``
     (:func:`rlvr.train.verl.launch.launch`; tests pass a fake), writes the curves TSV and merges the last actor
@@ -259,13 +310,14 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     write_repair_parquet(train, env, train_f)
     write_repair_parquet(val or train, env, val_f)
     tools = write_tool_config(run / "tool_config.yaml", env)
+    loops = write_agent_loop_config(run / "agent_loops.yaml")
     log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
     overrides = grpo_overrides(
         cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
-    ) + repair_overrides(tools.resolve(), env)
+    ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
     vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())},
@@ -273,6 +325,6 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
-    return {"engine": "verl", "method": "verl tool_agent agent loop (run_tests tool)", "run_dir": str(run),
-            "steps": rows[-1]["step"] if rows else 0, "checkpoint": ckpt,
+    return {"engine": "verl", "method": "verl tool agent loop (run_tests tool, final-answer reward)",
+            "run_dir": str(run), "steps": rows[-1]["step"] if rows else 0, "checkpoint": ckpt,
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

@@ -92,12 +92,19 @@ def _config(kwargs: dict[str, Any]) -> RewardConfig:
     )
 
 
+FINAL_ANSWER_KEY = "final_answer"  # = rlvr.repair.verl_tool.FINAL_ANSWER_KEY (not imported: that module needs verl)
+
+
 def _item(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> ScoreItem:
     n_tokens = None
-    if isinstance(extra_info, dict) and isinstance(extra_info.get("response_length"), int):
-        n_tokens = extra_info["response_length"]
+    completion: Any = solution_str
+    if isinstance(extra_info, dict):
+        if isinstance(extra_info.get("response_length"), int):
+            n_tokens = extra_info["response_length"]
+        if isinstance(extra_info.get(FINAL_ANSWER_KEY), str):  # a multi-turn episode: score its last turn only
+            completion = extra_info[FINAL_ANSWER_KEY]
     return ScoreItem(
-        ground_truth=ground_truth, data_source=str(data_source), completion=solution_str, n_tokens=n_tokens
+        ground_truth=ground_truth, data_source=str(data_source), completion=completion, n_tokens=n_tokens
     )
 
 
@@ -111,6 +118,9 @@ def compute_score(
         solution_str: the decoded response.
         ground_truth: JSON string (or dict) from :func:`rlvr.data.schema.ground_truth`.
         extra_info: verl's ``extra_info`` column; an int ``response_length`` (tokens) enables the shaped length term.
+            A str ``final_answer`` (set by the multi-turn repair loop, :class:`rlvr.repair.verl_tool.
+            FinalAnswerAgentLoop`) is scored instead of ``solution_str``, which then also holds earlier turns and
+            the tool's answers: the reward is the verdict on the final answer alone.
         **kwargs: ``reward_mode`` (``sparse``/``dense``/``shaped``) and ``reward_shaping`` (a dict of
             :class:`RewardShaping` fields) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
             ``judge_log`` (a folder): append the sample's judge seconds there (:mod:`rlvr.reward.judge_log`, the

@@ -149,7 +149,10 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
                         tmp_path / "curves.tsv", runner=runner)
     argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
     overrides = [a for a in argv if "=" in a]
-    assert "actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent" in overrides
+    assert "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent" in overrides
+    key = "actor_rollout_ref.rollout.agent.agent_loop_config_path="
+    loops = next(o.removeprefix(key) for o in overrides if o.startswith(key))
+    assert Path(loops).is_file() and "FinalAnswerAgentLoop" in Path(loops).read_text()
     assert "actor_rollout_ref.model.path=Qwen/X" in overrides
     composed = _compose(overrides)  # the whole override list composes against the installed verl Hydra config
     assert composed.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 3
@@ -158,7 +161,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     import pyarrow.parquet as pq
 
     rows = pq.read_table(run / "data" / "train.parquet").to_pylist()
-    assert len(rows) == 4 and all(r["agent_name"] == "tool_agent" for r in rows)
+    assert len(rows) == 4 and all(r["agent_name"] == "rlvr_tool_agent" for r in rows)
     vis = from_ground_truth(rows[0]["extra_info"]["tools_kwargs"]["run_tests"]["create_kwargs"]["ground_truth"])
     hid = from_ground_truth(rows[0]["reward_model"]["ground_truth"])
     assert len(vis.tests) == 1 and len(hid.tests) == 2 and vis.tests[0] not in hid.tests

@@ -33,6 +33,9 @@ def test_overrides_compose(tmp_path):
     assert mt.multi_turn.enable is True and mt.multi_turn.tool_config_path == str(path)
     assert mt.multi_turn.max_assistant_turns == 5 and mt.multi_turn.format == "hermes"
     assert mt.agent.default_agent_loop == "tool_agent"
+    loops = verl_tool.write_agent_loop_config(tmp_path / "loops.yaml")
+    mt = _compose(verl_tool.repair_overrides(path, cfg, agent_loop_config_path=loops)).actor_rollout_ref.rollout
+    assert mt.agent.default_agent_loop == verl_tool.AGENT_NAME and mt.agent.agent_loop_config_path == str(loops)
 
 
 def test_tools_load_and_answer_from_visible_tests(tmp_path, monkeypatch):
@@ -61,7 +64,7 @@ def test_tools_load_and_answer_from_visible_tests(tmp_path, monkeypatch):
     assert "VIS_IN_0" in text and m["verdict"] == "wrong_answer" and reward == pytest.approx(-0.1)
     assert all(t.stdin.strip() not in text for t in hidden.tests) and len(hidden.tests) == 3
     assert [len(j.tests) for j in judge.judged] == [1] and "42" in out
-    assert json.loads(json.dumps(row))["agent_name"] == "tool_agent"
+    assert json.loads(json.dumps(row))["agent_name"] == verl_tool.AGENT_NAME
 
 
 @pytest.mark.parametrize("fmt", ["hermes", "qwen3_coder"])
@@ -90,3 +93,100 @@ def test_tool_format_reaches_the_overrides_and_unknown_ones_are_refused(tmp_path
         EnvConfig(tool_format="xml")
     with pytest.raises(ValueError, match="unknown tool-call format 'xml'"):
         verl_tool.tool_call_text("run_tests", {"code": ""}, "xml")
+
+
+class _ScriptedServer:
+    """verl's LLM server client, scripted: the i-th generate call returns ``replies[i]`` encoded."""
+
+    def __init__(self, tok, replies: list[str]) -> None:
+        self.tok, self.replies, self.calls = tok, replies, 0
+
+    async def generate(self, request_id, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        text = self.replies[min(self.calls, len(self.replies) - 1)]
+        self.calls += 1
+        return TokenOutput(token_ids=[*self.tok.encode(text, add_special_tokens=False), self.tok.eos_token_id])
+
+
+def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096):
+    """One episode through verl's own agent-loop machinery: the loop class comes from our agent-loop config the way
+    verl's AgentLoopWorker instantiates it (hydra ``_target_``), with our tools from the tool config."""
+    import hydra
+    from omegaconf import OmegaConf
+    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
+    from verl.tools.tool_registry import initialize_tools_from_config
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+
+    tools = initialize_tools_from_config(str(verl_tool.write_tool_config(tmp_path / "tools.yaml", cfg)))
+    (loop_cfg,) = OmegaConf.load(verl_tool.write_agent_loop_config(tmp_path / "loops.yaml"))
+    assert loop_cfg.name == verl_tool.AGENT_NAME
+    conf = OmegaConf.create({"actor_rollout_ref": {"rollout": {
+        "prompt_length": 1024, "response_length": response_length, "full_determinism": False,
+        "multi_turn": {"max_user_turns": cfg.turns, "max_assistant_turns": cfg.turns, "max_parallel_calls": 1,
+                       "max_tool_response_length": cfg.feedback_chars, "tool_response_truncate_side": "middle",
+                       "format": cfg.tool_format}}}})
+    row = verl_tool.repair_verl_rows([problem], cfg)[0]
+
+    async def go():
+        loop = hydra.utils.instantiate(loop_cfg, trainer_config=DictConfigWrap(conf),
+                                       server_manager=_ScriptedServer(tok, replies), tokenizer=tok, processor=None,
+                                       hf_model_type="qwen2", dataset_cls=RLHFDataset,
+                                       data_config=DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap(tools))
+        loop.loop = asyncio.get_running_loop()
+        return await loop.run({"temperature": 1.0}, raw_prompt=list(row["prompt"]),
+                              tools_kwargs=row["extra_info"]["tools_kwargs"], extra_info=row["extra_info"])
+
+    return asyncio.run(go()), row
+
+
+def test_agent_loop_records_the_last_turn_and_the_reward_scores_only_it(tmp_path, monkeypatch):
+    """A failing run_tests call prints a correct program and the tool's feedback shows it; the final turn has no
+    code. verl decodes the whole episode (the call, the tool's feedback, the final turn) for the reward: scored as a
+    whole, the program printed into the feedback was accepted; scored on the final answer, the episode has no code."""
+    from rlvr.judge.verdict import JudgeResult
+    from rlvr.model import build_tokenizer
+    from rlvr.reward.scorer import set_default_judge
+    from rlvr.reward.verl import compute_score
+
+    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # the tool: wrong_answer, prints "wrong"
+    printed = "```python\nprint('SOLVED')\n```"
+    call = verl_tool.tool_call_text("run_tests", {"code": f"print({printed!r})"}, "qwen3_coder")
+    replies = [call, "I cannot fix it."]
+    cfg = EnvConfig(turns=3, tool_format="qwen3_coder", field_chars=500,
+                    feedback_template="{verdict}. Your output:\n" + printed + "\nFix it.")
+    tok = build_tokenizer([*replies, printed, "Echo. wrong Fix it. Your output"] * 20, vocab_size=400)
+    out, row = _run_agent_loop(tmp_path, tok, replies, cfg, _problem())
+    assert out.num_turns == 4  # prompt, call, tool answer, final answer
+    whole = tok.decode(out.response_ids, skip_special_tokens=True)
+    assert printed in whole and whole.rstrip().endswith("I cannot fix it.")
+    assert out.extra_fields[verl_tool.FINAL_ANSWER_KEY] == "I cannot fix it."
+
+    class AcceptsSolved:
+        def judge_many(self, items):
+            return [JudgeResult(verdict="accepted" if "SOLVED" in code else "wrong_answer", passed=0, total=1,
+                                pass_ratio=1.0 if "SOLVED" in code else 0.0, judge_s=0.0) for _, code in items]
+
+    set_default_judge(AcceptsSolved())
+    try:
+        gt = row["reward_model"]["ground_truth"]
+        assert compute_score("t", whole, gt, {}, reward_mode="sparse")["score"] == 1.0  # the old reading
+        extra = {**row["extra_info"], **out.extra_fields}  # what verl's reward manager passes
+        r = compute_score("t", whole, gt, extra, reward_mode="sparse")
+        assert (r["score"], r["has_code"], r["status"]) == (0.0, False, "syntax_error")
+    finally:
+        set_default_judge(None)
+
+
+def test_agent_loop_final_answer_is_cut_with_the_response(tmp_path, monkeypatch):
+    """The recorded final answer never holds tokens past ``rollout.response_length`` (verl cuts the response there,
+    and the policy is trained on that cut)."""
+    from rlvr.model import build_tokenizer
+
+    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())
+    answer = "```python\n" + "print('FIXED')\n" * 30 + "```"
+    tok = build_tokenizer([answer] * 20, vocab_size=300)
+    out, _ = _run_agent_loop(tmp_path, tok, [answer], EnvConfig(turns=3), _problem(), response_length=12)
+    final = out.extra_fields[verl_tool.FINAL_ANSWER_KEY]
+    assert len(out.response_ids) == 12 and final == tok.decode(out.response_ids, skip_special_tokens=True)
+    assert final and len(final) < len(answer)
