@@ -5,7 +5,7 @@ Writes ``<dest>/`` = the tracked files of this repository (``git ls-files``), ``
 ``params.vllm.yaml`` / ``params.openai.yaml`` (the same with ``baseline.backend`` = ``vllm`` / ``openai``, the
 latter pointing at ``http://127.0.0.1:8000/v1`` and the served name ``base``), ``params.big.yaml`` (``vllm`` on
 ``models/big``), ``params.tool.yaml`` (the ``repair_tool`` part: ``repair.tool_format: qwen3_coder`` on
-``models/tool``, the policy of ``bench/gpu/teach_tools.py``; 320 response tokens, 3 steps), and runs the CPU-only
+``models/tool``, the policy of ``bench/gpu/teach_tools.py``; 320 response tokens, 8 steps), and runs the CPU-only
 stages there in order, as plain scripts (no DVC): ``governance`` → ``model`` (the tiny Qwen2), and writes the verl RL
 parquet of the synthetic family (:func:`write_verl_parquet`). With
 ``--big`` it also writes ``models/big``, a random-init Qwen2 of about 0.5B parameters (Qwen2.5-0.5B's width: hidden
@@ -51,7 +51,7 @@ def write_params(dest: Path) -> None:
         (dest / f"params.{name}.yaml").write_text(yaml.safe_dump(p, sort_keys=False), encoding="utf-8")
     # repair_tool part: the policy taught the qwen3_coder tool-call format (teach_tools.py), room for two turns
     tool = merge(params, {"repair": {"tool_format": "qwen3_coder", "model": "models/tool"},
-                          "verl": {"max_response_length": 320, "total_training_steps": 3}})
+                          "verl": {"max_response_length": 320, "total_training_steps": 8}})
     (dest / "params.tool.yaml").write_text(yaml.safe_dump(tool, sort_keys=False), encoding="utf-8")
 
 

@@ -73,7 +73,7 @@ run_part() {
     grpo) part grpo $PY stages/grpo.py --seed 1 --model "${GRPO_MODEL:-models/sft}" ;;
     repair) part repair $PY stages/repair.py --model models/grpo/seed-1 ;;
     repair_tool) [ -d models/tool ] || $PY bench/gpu/teach_tools.py --model models/sft \
-        --problems data/governance/problems/synthetic.jsonl --out models/tool
+        --problems data/governance/problems/synthetic.jsonl --params params.tool.yaml --out models/tool
       part repair_tool $PY stages/repair.py --params params.tool.yaml --model models/tool \
       --out-model models/repair_tool --out-dir data/repair_tool --metrics metrics/repair_tool.json \
       --curves metrics/repair_tool/curves.tsv ;;
@@ -93,5 +93,5 @@ for p in "${parts[@]}"; do run_part "$p"; done
 $PY bench/gpu/collect.py --res "$RES" --repo . --out "$OUT/results.json"
 tar czf "$OUT/logs.tar.gz" -C "$RES" logs parts.jsonl -C "$PWD" metrics $(ls -d .cache/train/*/*/logs \
   .cache/train/*/*/*/logs .cache/train/*/*/verl_*.* .cache/train/*/*/*/verl_*.* .cache/train/*/*/tool_config.yaml \
-  .cache/train/*/*/judge .cache/train/*/*/*/judge 2>/dev/null)
+  .cache/train/*/*/judge .cache/train/*/*/*/judge .cache/train/repair/*/rollouts 2>/dev/null)
 ls -la "$OUT"

@@ -2,20 +2,27 @@
 
 The tiny Qwen2 of the pipeline has never seen a tool call: trained only on answers, it ends every repair episode after
 one response, and verl's ``tool_agent`` loop never calls ``run_tests`` (docs/training/gpu.md). This script fine-tunes
-it (TRL ``SFTTrainer``, completion-only loss, CPU is enough) on two-turn transcripts of the non-dev problems, in the
-same chat template and message roles that verl's agent loop renders:
+it (TRL ``SFTTrainer``, completion-only loss, CPU is enough) on transcripts of the non-dev problems, in the same chat
+template and message roles that verl's agent loop renders, up to three rows per problem:
 
 1. prompt = the problem (:func:`rlvr.data.prompts.build_messages`, what the repair parquet holds) → completion =
    a ``run_tests`` call with the reference solution (:func:`rlvr.repair.verl_tool.tool_call_text` in ``--format``);
 2. prompt = 1. + that call + the tool's answer to an accepted program
    (:func:`rlvr.repair.verl_tool.accepted_feedback`) → completion = the final answer in a ```python block
-   (:func:`rlvr.data.synthetic.completion_for`).
+   (:func:`rlvr.data.synthetic.completion_for`);
+3. prompt = 1. with a call of a wrong program (``print(<a seeded random number>)``) + the tool's real answer to it
+   (the judge runs it on the visible test; :func:`rlvr.repair.env.format_feedback` with the ``repair`` section of
+   ``--params``) → completion = the reference solution's final answer. Without these rows the policy never sees a
+   failing test's feedback, and on the repair set (``judge_number``: "print the number the judge expects", solvable
+   only by reading the feedback) its reward stayed 0 (H100 runs, docs/training/gpu.md).
 
 It then checks, greedily on the held-out problems, how many first responses verl's own parser of ``--format`` reads
 as a ``run_tests`` call, and writes ``teach.json`` (steps, loss, that fraction) into the output model folder.
 
     python bench/gpu/teach_tools.py --model models/sft --problems data/governance/problems/synthetic.jsonl \
-        --out models/tool [--format qwen3_coder] [--steps 300]
+        --out models/tool [--params params.yaml] [--format qwen3_coder] [--steps 1200] [--failures 4]
+
+The rows of kind 3 need the judge (bubblewrap, or ``RLVR_SANDBOX_URL``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import sys
 import tempfile
 from pathlib import Path
@@ -35,26 +43,44 @@ from rlvr.data.prompts import build_messages  # noqa: E402
 from rlvr.data.schema import Problem, read_problems  # noqa: E402
 from rlvr.data.synthetic import completion_for  # noqa: E402
 from rlvr.io import atomic_dir, atomic_write_text  # noqa: E402
-from rlvr.repair.env import split_tests  # noqa: E402
+from rlvr.repair.env import EnvConfig, format_feedback, split_tests  # noqa: E402
 from rlvr.repair.verl_tool import accepted_feedback, tool_call_text  # noqa: E402
 
 
-def transcripts(problems: list[Problem], fmt: str, visible_tests: int = 1) -> list[dict[str, Any]]:
-    """Two conversational prompt/completion rows per problem with a reference solution (module doc); problems
-    without solutions or tests are skipped."""
-    rows = []
+def transcripts(problems: list[Problem], fmt: str, env: EnvConfig, judge: Any = None, failures_per_problem: int = 1,
+                seed: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Conversational prompt/completion rows per problem with a reference solution (module doc: rows 1 and 2, and
+    ``failures_per_problem`` rows of kind 3 when ``judge`` is given, one per wrong program it rejects), and the
+    number of rows of kind 3; problems without
+    solutions or tests are skipped. ``env``: the repair environment (visible-test count, feedback template, caps)."""
+    rng = random.Random(seed)
+    rows: list[dict[str, Any]] = []
+    failures = 0
     for p in problems:
         if not p.solutions or not p.tests:
             continue
         code = p.solutions[0]
         call = tool_call_text("run_tests", {"code": code}, fmt)
-        visible, _ = split_tests(p, visible_tests)
+        visible, _ = split_tests(p, env.visible_tests)
         first = build_messages(p)
+        answer = [{"role": "assistant", "content": completion_for(code)}]
         rows.append({"prompt": first, "completion": [{"role": "assistant", "content": call}]})
         rows.append({"prompt": [*first, {"role": "assistant", "content": call},
                                 {"role": "tool", "content": accepted_feedback(len(visible.tests))}],
-                     "completion": [{"role": "assistant", "content": completion_for(code)}]})
-    return rows
+                     "completion": answer})
+        if judge is None or not visible.tests:
+            continue
+        for _ in range(failures_per_problem):
+            wrong = f"print({rng.randrange(1000)})\n"
+            res = judge.judge(visible, wrong)
+            if res.accepted or res.verdict == "sandbox_error":
+                continue
+            wrong_call = tool_call_text("run_tests", {"code": wrong}, fmt)
+            rows.append({"prompt": [*first, {"role": "assistant", "content": wrong_call},
+                                    {"role": "tool", "content": format_feedback(visible, res, env)}],
+                         "completion": answer})
+            failures += 1
+    return rows, failures
 
 
 def call_rate(model_dir: Path, problems: list[Problem], fmt: str, max_new_tokens: int = 160) -> float:
@@ -97,14 +123,27 @@ def main() -> None:
     ap.add_argument("--model", type=Path, required=True)
     ap.add_argument("--problems", type=Path, required=True, help="a governance problems JSONL: dev = held out")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--params", type=Path, default=Path("params.yaml"), help="its repair section: the environment")
     ap.add_argument("--format", default="qwen3_coder", choices=["hermes", "qwen3_coder"])
-    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--steps", type=int, default=1200)
+    ap.add_argument("--failures", type=int, default=4, help="rows of kind 3 per problem (wrong programs)")
     ap.add_argument("--lr", type=float, default=1e-3)
     a = ap.parse_args()
     problems = read_problems(a.problems)
     train = [p for p in problems if p.split != "dev"]
     held_out = [p for p in problems if p.split == "dev"]
-    rows = transcripts(train, a.format)
+    from rlvr.config import load_section
+    from rlvr.judge.client import get_judge
+    from rlvr.repair.eval import RepairParams
+
+    env = load_section("repair", RepairParams, a.params).env()
+    judge = get_judge()
+    try:
+        rows, failures = transcripts(train, a.format, env, judge, a.failures)
+    finally:
+        judge.close()
+    if not failures:
+        raise SystemExit("teach_tools: the judge rejected no wrong program, so there are no failure rows")
     if not rows:
         raise SystemExit(f"{a.problems}: no train problem with a reference solution and tests")
     tok = AutoTokenizer.from_pretrained(a.model)
@@ -119,7 +158,8 @@ def main() -> None:
             trainer.model.save_pretrained(str(d))
             tok.save_pretrained(str(d))
     rate = call_rate(a.out, held_out, a.format)
-    report = {"format": a.format, "rows": len(rows), "steps": a.steps, "train_loss": round(result.training_loss, 4),
+    report = {"format": a.format, "rows": len(rows), "failure_rows": failures, "steps": a.steps,
+              "train_loss": round(result.training_loss, 4),
               "held_out_problems": len(held_out), "held_out_call_rate": rate}
     atomic_write_text(a.out / "teach.json", json.dumps(report, indent=2) + "\n")
     print(json.dumps(report))
