@@ -68,11 +68,16 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
 
 def read_appended_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` of each non-blank line of a JSONL log that a process appends to (verl's file
-    logger, the judge log). The last line of a killed writer may be torn: a last line that is not JSON is skipped.
+    logger and rollout dumps, the judge log). The last line of a killed writer may be torn: a last line that is not
+    JSON is skipped. Lines end at ``\n`` only (JSON Lines, https://jsonlines.org): a record written with
+    ``ensure_ascii=False`` keeps U+2028, U+2029 and U+0085 raw inside its strings, where
+    ``str.splitlines`` would cut it (seen: a random-init policy's rollout on the H100).
 
     Raises ``ValueError`` naming the file and line for any other line that is not JSON."""
     p = Path(path)
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = p.read_text(encoding="utf-8").split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue

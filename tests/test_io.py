@@ -26,3 +26,14 @@ def test_bad_line_before_the_end_is_named(tmp_path):
     f.write_text('{"a": 1}\nnot json\n{"a": 3}\n')
     with pytest.raises(ValueError, match=r"log.jsonl:2: not JSON"):
         list(read_appended_jsonl(f))
+
+
+@pytest.mark.parametrize("sep", ["\u2028", "\u2029", "\x85"])
+def test_records_holding_unicode_line_separators_stay_whole(tmp_path, sep):
+    """JSON Lines end at "\\n" only; ``ensure_ascii=False`` writes these characters raw, and ``str.splitlines``
+    used to cut such a record in two (a random-init policy's rollout dump on the H100 had U+2029)."""
+    f = tmp_path / "log.jsonl"
+    rows = [{"output": f"a{sep}b"}, {"output": "c"}]
+    atomic_write_jsonl(f, rows)
+    assert sep in f.read_text(encoding="utf-8")
+    assert [r for _, r in read_appended_jsonl(f)] == rows

@@ -54,7 +54,7 @@ def environment() -> dict[str, Any]:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
 
 
 def _curves_judge(curves: Path | None) -> dict[int, dict[str, float]]:
@@ -135,11 +135,12 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
     metrics_file = {"baseline_hf": "baseline_hf", "baseline_vllm": "baseline_vllm",
                     "baseline_openai": "baseline_openai", "big_baseline": "big_baseline_vllm", "sft": "sft",
                     "grpo": "grpo/seed-1", "big_grpo": "big_grpo/seed-1", "repair": "repair",
-                    "repair_tool": "repair_tool"}.get(name)
+                    "repair_tool": "repair_tool", "big_sft": "big_sft", "big_openai": "big_baseline_openai",
+                    "big_repair": "big_repair"}.get(name)
     m = repo / "metrics" / f"{metrics_file}.json" if metrics_file else None
     if m is not None and m.is_file():
         metrics = json.loads(m.read_text(encoding="utf-8"))
-        if name.startswith(("baseline", "big_baseline")):
+        if name.startswith(("baseline", "big_baseline")) or name == "big_openai":
             ds = {k: v for k, v in metrics.items() if k != "protocol"}
             tok = sum((v.get("avg_generated_tokens") or 0) * (v.get("n_samples") or 0) for v in ds.values())
             wall = sum(v.get("gen_wall_s") or 0 for v in ds.values())
@@ -150,7 +151,8 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
             training = metrics.get("training", metrics)
             out.update(steps=training.get("steps"), metrics={k: v for k, v in training.items()
                                                              if isinstance(v, int | float | str | None)})
-    stage = {"grpo": "grpo", "big_grpo": "grpo", "repair": "repair", "repair_tool": "repair", "sft": "sft"}.get(name)
+    stage = {"grpo": "grpo", "big_grpo": "grpo", "repair": "repair", "repair_tool": "repair", "big_repair": "repair",
+             "sft": "sft", "big_sft": "sft"}.get(name)
     if stage in ("grpo", "repair"):
         own = _ckpt_run_dir(repo, (out.get("metrics") or {}).get("checkpoint"))
         dirs = [own] if own is not None and own.is_dir() else _run_dirs(repo, stage)

@@ -51,3 +51,17 @@ def test_local_model_paths_are_absolute(tmp_path, monkeypatch):
     sft = sft_overrides(SFTParams(max_steps=3), VerlParams(), load_profile(PROFILE), train_files="t.parquet",
                         val_files=None, model_path="models/sft", ckpt_dir="c", experiment_name="s")
     assert f"model.path={tmp_path / 'models' / 'sft'}" in sft
+
+
+def test_rollout_dump_with_a_paragraph_separator_in_a_sample(tmp_path):
+    """H100 finding: verl dumps rollouts with ``ensure_ascii=False``; a random-init policy's output held U+2029 and
+    the stage failed reading the dump (``JSONDecodeError: Unterminated string``) after training had finished."""
+    import json
+
+    from rlvr.train.verl.logs import read_rollout_dumps
+
+    d = tmp_path / "rollouts"
+    d.mkdir()
+    recs = [{"input": "p", "output": f"x{chr(0x2029)}y", "score": 0.0, "step": 1}, {"output": "z", "score": 1.0}]
+    (d / "1.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
+    assert read_rollout_dumps(d) == {1: recs}

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from rlvr.data.manifests import read_jsonl
 from rlvr.data.prompts import build_messages
 from rlvr.data.schema import Problem
 from rlvr.data.synthetic import completion_for
@@ -243,7 +244,7 @@ def run_dpo(
     stats_file = out / "pairs.stats.json"
     t0 = time.perf_counter()
     if pairs_file.is_file() and stats_file.is_file():  # resumed run: same pairs
-        pairs = [json.loads(line) for line in pairs_file.read_text(encoding="utf-8").splitlines() if line]
+        pairs = read_jsonl(pairs_file)  # "\n"-separated: completions may hold U+2028 raw
         stats = json.loads(stats_file.read_text(encoding="utf-8"))
     else:
         probs = list(train_problems)

@@ -41,7 +41,6 @@ SFT columns (:data:`SFT_COLUMNS`): ``loss`` â† ``train/loss``, ``grad_norm`` â†
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -122,7 +121,8 @@ def read_file_logs(paths: Iterable[str | Path]) -> dict[int, dict[str, Any]]:
 def read_rollout_dumps(rollout_dir: str | Path | None) -> dict[int, list[dict[str, Any]]]:
     """``{step: [sample records]}`` from verl's rollout dump folder (``<step>.jsonl`` files); ``{}`` if absent.
 
-    Raises ``ValueError`` naming file and line for a malformed record (needs ``score``)."""
+    Lines are read by :func:`rlvr.io.read_appended_jsonl` (``\n``-separated: a sample's text may hold U+2029 and the
+    like raw). Raises ``ValueError`` naming file and line for a malformed record (needs ``score``)."""
     out: dict[int, list[dict[str, Any]]] = {}
     if rollout_dir is None or not Path(rollout_dir).is_dir():
         return out
@@ -130,10 +130,7 @@ def read_rollout_dumps(rollout_dir: str | Path | None) -> dict[int, list[dict[st
         if not f.stem.isdigit():
             continue
         recs = []
-        for lineno, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            rec = json.loads(line)
+        for lineno, rec in read_appended_jsonl(f):
             if not isinstance(rec, dict) or not isinstance(rec.get("score"), int | float):
                 raise ValueError(f"{f}:{lineno}: rollout record without a numeric 'score'")
             recs.append(rec)
