@@ -4,7 +4,8 @@
 #
 #   bash bench/gpu/run_gpu.sh [PART ...]      # default: all parts in order
 #
-# Parts: env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo. Each runs a stage script
+# Parts: env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo big_sft big_openai
+# big_repair (big_*: the ~0.5B random-init models/big, built here when missing). Each runs a stage script
 # directly (no DVC), timed, with `nvidia-smi` sampling GPU memory every 0.5 s; its log goes to $RES/logs/<part>.log
 # and its row (rc, wall seconds, peak GPU memory) to $RES/parts.jsonl. Results accumulate in $RES across calls, and
 # bench/gpu/collect.py writes $OUT/results.json (+ $OUT/logs.tar.gz) after every call.
@@ -47,8 +48,10 @@ part() {  # part NAME COMMAND...: run, time, sample GPU memory, record
   echo "== $name: rc=$rc, $wall s, peak ${peak:-?} MiB"; tail -n 25 "$log"
 }
 
-serve_and_baseline() {  # vllm serve models/base on :8000, run the openai-backend baseline against it, stop it
-  $PY -m vllm.entrypoints.cli.main serve models/base --served-model-name base --port 8000 \
+serve_and_baseline() {  # [MODEL [NAME]]: vllm serve MODEL (models/base) on :8000 as "base", run the openai-backend
+  # baseline against it into data/NAME + metrics/NAME.json (baseline_openai), stop it
+  local model="${1:-models/base}" name="${2:-baseline_openai}"
+  $PY -m vllm.entrypoints.cli.main serve "$model" --served-model-name base --port 8000 \
     --gpu-memory-utilization 0.3 --max-model-len 2048 --generation-config vllm > "$RES/logs/vllm_serve.log" 2>&1 &
   local pid=$!
   for _ in $(seq 1 180); do
@@ -56,8 +59,7 @@ serve_and_baseline() {  # vllm serve models/base on :8000, run the openai-backen
     kill -0 "$pid" 2>/dev/null || { echo "vllm serve exited"; tail -40 "$RES/logs/vllm_serve.log"; return 1; }
     sleep 1
   done
-  $PY stages/baseline.py --params params.openai.yaml --out-dir data/baseline_openai \
-    --metrics metrics/baseline_openai.json; local rc=$?
+  $PY stages/baseline.py --params params.openai.yaml --out-dir "data/$name" --metrics "metrics/$name.json"; local rc=$?
   kill "$pid"; wait "$pid" 2>/dev/null
   return $rc
 }
@@ -83,12 +85,22 @@ run_part() {
     big_grpo) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
       part big_grpo $PY stages/grpo.py --seed 1 --model models/big --out-root models/big_grpo \
         --metrics-root metrics/big_grpo --eval-root metrics/big_eval --eval-dir data/eval/big ;;
+    big_sft) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+      part big_sft $PY stages/sft.py --params params.big.yaml --model models/big --out-model models/big_sft \
+        --metrics metrics/big_sft.json --curves metrics/big_sft/curves.tsv --eval-metrics metrics/big_eval_sft.json \
+        --eval-dir data/eval/big_sft ;;
+    big_openai) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+      part big_openai serve_and_baseline models/big big_baseline_openai ;;
+    big_repair) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+      part big_repair $PY stages/repair.py --params params.big.yaml --model models/big --out-model models/big_repair \
+        --out-dir data/big_repair --metrics metrics/big_repair.json --curves metrics/big_repair/curves.tsv ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }
 
 export -f part serve_and_baseline; export PY RES PART_TIMEOUT_S
-parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo)
+parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline
+  big_grpo big_sft big_openai big_repair)
 for p in "${parts[@]}"; do run_part "$p"; done
 $PY bench/gpu/collect.py --res "$RES" --repo . --out "$OUT/results.json"
 tar czf "$OUT/logs.tar.gz" -C "$RES" logs parts.jsonl -C "$PWD" metrics $(ls -d .cache/train/*/*/logs \
