@@ -69,7 +69,7 @@ def atomic_write_jsonl(path: str | Path, rows: Iterable[Any]) -> int:
 def read_appended_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """``(line number, parsed JSON)`` of each non-blank line of a JSONL log that a process appends to (verl's file
     logger and rollout dumps, the judge log). The last line of a killed writer may be torn: a last line that is not
-    JSON is skipped. Lines end at ``\n`` only (JSON Lines, https://jsonlines.org): a record written with
+    JSON is skipped. Lines end at a newline (U+000A) only (JSON Lines, https://jsonlines.org): a record written with
     ``ensure_ascii=False`` keeps U+2028, U+2029 and U+0085 raw inside its strings, where
     ``str.splitlines`` would cut it (seen: a random-init policy's rollout on the H100).
 

@@ -118,9 +118,9 @@ def compute_score(
         solution_str: the decoded response.
         ground_truth: JSON string (or dict) from :func:`rlvr.data.schema.ground_truth`.
         extra_info: verl's ``extra_info`` column; an int ``response_length`` (tokens) enables the shaped length term.
-            A str ``final_answer`` (set by the multi-turn repair loop, :class:`rlvr.repair.verl_tool.
-            FinalAnswerAgentLoop`) is scored instead of ``solution_str``, which then also holds earlier turns and
-            the tool's answers: the reward is the verdict on the final answer alone.
+            A str ``final_answer`` (set by the multi-turn repair loop,
+            :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`) is scored instead of ``solution_str``, which then
+            also holds earlier turns and the tool's answers: the reward is the verdict on the final answer alone.
         **kwargs: ``reward_mode`` (``sparse``/``dense``/``shaped``) and ``reward_shaping`` (a dict of
             :class:`RewardShaping` fields) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
             ``judge_log`` (a folder): append the sample's judge seconds there (:mod:`rlvr.reward.judge_log`, the

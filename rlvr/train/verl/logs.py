@@ -121,8 +121,8 @@ def read_file_logs(paths: Iterable[str | Path]) -> dict[int, dict[str, Any]]:
 def read_rollout_dumps(rollout_dir: str | Path | None) -> dict[int, list[dict[str, Any]]]:
     """``{step: [sample records]}`` from verl's rollout dump folder (``<step>.jsonl`` files); ``{}`` if absent.
 
-    Lines are read by :func:`rlvr.io.read_appended_jsonl` (``\n``-separated: a sample's text may hold U+2029 and the
-    like raw). Raises ``ValueError`` naming file and line for a malformed record (needs ``score``)."""
+    Lines are read by :func:`rlvr.io.read_appended_jsonl` (newline-separated only: a sample's text may hold U+2029
+    and the like raw). Raises ``ValueError`` naming file and line for a malformed record (needs ``score``)."""
     out: dict[int, list[dict[str, Any]]] = {}
     if rollout_dir is None or not Path(rollout_dir).is_dir():
         return out
