@@ -140,7 +140,7 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
     m = repo / "metrics" / f"{metrics_file}.json" if metrics_file else None
     if m is not None and m.is_file():
         metrics = json.loads(m.read_text(encoding="utf-8"))
-        if name.startswith(("baseline", "big_baseline")) or name == "big_openai":
+        if "baseline" in metrics_file:
             ds = {k: v for k, v in metrics.items() if k != "protocol"}
             tok = sum((v.get("avg_generated_tokens") or 0) * (v.get("n_samples") or 0) for v in ds.values())
             wall = sum(v.get("gen_wall_s") or 0 for v in ds.values())

@@ -64,6 +64,10 @@ serve_and_baseline() {  # [MODEL [NAME]]: vllm serve MODEL (models/base) on :800
   return $rc
 }
 
+need_big() {  # build models/big (the ~0.5B random-init Qwen2) unless an earlier part did
+  [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+}
+
 run_part() {
   case "$1" in
     env) part env $PY bench/gpu/collect.py --env-only --res "$RES" ;;
@@ -79,19 +83,19 @@ run_part() {
       part repair_tool $PY stages/repair.py --params params.tool.yaml --model models/tool \
       --out-model models/repair_tool --out-dir data/repair_tool --metrics metrics/repair_tool.json \
       --curves metrics/repair_tool/curves.tsv ;;
-    big_baseline) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+    big_baseline) need_big
       part big_baseline $PY stages/baseline.py --params params.big.yaml --out-dir data/big_baseline_vllm \
         --metrics metrics/big_baseline_vllm.json ;;
-    big_grpo) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+    big_grpo) need_big
       part big_grpo $PY stages/grpo.py --seed 1 --model models/big --out-root models/big_grpo \
         --metrics-root metrics/big_grpo --eval-root metrics/big_eval --eval-dir data/eval/big ;;
-    big_sft) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+    big_sft) need_big
       part big_sft $PY stages/sft.py --params params.big.yaml --model models/big --out-model models/big_sft \
         --metrics metrics/big_sft.json --curves metrics/big_sft/curves.tsv --eval-metrics metrics/big_eval_sft.json \
         --eval-dir data/eval/big_sft ;;
-    big_openai) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+    big_openai) need_big
       part big_openai serve_and_baseline models/big big_baseline_openai ;;
-    big_repair) [ -d models/big ] || $PY bench/gpu/prepare.py --dest . --big-only
+    big_repair) need_big
       part big_repair $PY stages/repair.py --params params.big.yaml --model models/big --out-model models/big_repair \
         --out-dir data/big_repair --metrics metrics/big_repair.json --curves metrics/big_repair/curves.tsv ;;
     *) echo "unknown part $1" >&2; return 2 ;;

@@ -51,8 +51,8 @@ def transcripts(problems: list[Problem], fmt: str, env: EnvConfig, judge: Any = 
                 seed: int = 0) -> tuple[list[dict[str, Any]], int]:
     """Conversational prompt/completion rows per problem with a reference solution (module doc: rows 1 and 2, and
     ``failures_per_problem`` rows of kind 3 when ``judge`` is given, one per wrong program it rejects), and the
-    number of rows of kind 3; problems without
-    solutions or tests are skipped. ``env``: the repair environment (visible-test count, feedback template, caps)."""
+    number of rows of kind 3; problems without solutions or tests are skipped. ``env``: the repair environment
+    (visible-test count, feedback template, caps)."""
     rng = random.Random(seed)
     rows: list[dict[str, Any]] = []
     failures = 0

@@ -48,6 +48,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
+from rlvr.reward.verl import FINAL_ANSWER_KEY
 
 __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
            "accepted_feedback", "agent_loop_config", "repair_overrides", "repair_row_fields", "repair_tool_config",
@@ -57,8 +58,6 @@ __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool
 _JUDGE: Any = None
 AGENT_NAME = "rlvr_tool_agent"
 """The rows' ``agent_name``: :class:`FinalAnswerAgentLoop`."""
-FINAL_ANSWER_KEY = "final_answer"
-"""``extra_fields`` / reward ``extra_info`` key holding the last assistant turn's text."""
 
 
 def _judge() -> Any:

@@ -92,7 +92,9 @@ def _config(kwargs: dict[str, Any]) -> RewardConfig:
     )
 
 
-FINAL_ANSWER_KEY = "final_answer"  # = rlvr.repair.verl_tool.FINAL_ANSWER_KEY (not imported: that module needs verl)
+FINAL_ANSWER_KEY = "final_answer"
+"""``extra_info`` key of a multi-turn episode's last assistant turn (written by
+:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop` into the sample's ``extra_fields``)."""
 
 
 def _item(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> ScoreItem:
