@@ -203,6 +203,36 @@ PROGRAMS = [
         def add(a, b):
             return 0
         """, "shell setsid+nohup background process from an assert-test submission"),
+    hostile("plant_daemon_next_test", F, "stdio", """
+        import os, time
+        a, b = map(int, input().split())
+        def alive(pid):
+            try:
+                with open(f"/proc/{pid}/stat") as fh:
+                    return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+            except (OSError, IndexError):
+                return False
+        try:
+            with open("/tmp/daemon.pid") as fh:
+                first, survived = False, alive(int(fh.read()))
+        except (OSError, ValueError):
+            first, survived = True, False
+        if first:
+            r, w = os.pipe()
+            if os.fork() == 0:
+                os.setsid()
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(30)
+                    os._exit(0)
+                os.write(w, str(pid).encode())
+                os._exit(0)
+            os.close(w)
+            with open("/tmp/daemon.pid", "w") as fh:
+                fh.write(os.read(r, 32).decode())
+            time.sleep(0.2)
+        print(a + b if first or survived else 0)
+        """, "the first test plants a daemon; a later test of the same submission is right only if it is still alive"),
     hostile("plant_forger_daemon", F, "stdio", """
         import os, time, json, struct
         if os.fork() == 0:

@@ -21,6 +21,19 @@ def w(block: str) -> str:
 PROGRAMS = [
     hostile("kill_parent", L, T, w("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\n"),
             "SIGKILL to the parent process"),
+    hostile("interrupt_parent", L, "stdio call", w("""
+        import os, signal, time
+        os.kill(os.getppid(), signal.SIGINT)
+        time.sleep(0.5)
+        """), "SIGINT to the parent: Python's KeyboardInterrupt, which a harness would end on as its own failure"),
+    hostile("signal_parent_each", L, "stdio call", w("""
+        import os, signal
+        for s in (signal.SIGTERM, signal.SIGUSR1, signal.SIGHUP, signal.SIGALRM, signal.SIGPIPE, signal.SIGQUIT):
+            try:
+                os.kill(os.getppid(), s)
+            except OSError:
+                pass
+        """), "every terminating signal to the parent"),
     hostile("kill_minus_one", L, T, w("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n"
             "    pass\n"), "kill(-1, SIGKILL): every process it may signal"),
     hostile("kill_every_pid", L, T, w("""
