@@ -1,7 +1,10 @@
 """One submission through a worker's sandboxes: the runner's fresh channel, and the driver relay for assert tests.
 
 Failure accounting (the issue's "honest failure accounting"): a runner that dies or breaks the protocol mid-batch
-(only the submission can kill it) costs the test it was running, not the others. The sandbox is restarted and the tests
+(only the submission can kill it) costs the test it was running, not the others. A runner that reports its own
+exception (an ``error`` frame: a ``KeyboardInterrupt`` the submission sent it, or a bug in the runner) counts as such
+a death; its traceback is logged as a warning, so a bug in the judge's own code does not pass silently as
+``runtime_error``s. The sandbox is restarted and the tests
 without a record go to a fresh runner that sends one frame per test (``flush_each``), so its first test without a
 record is the one during which it died: that test gets ``no_result`` (→ ``runtime_error``; ``memory_limit`` when the
 sandbox's cgroup OOM-killed something meanwhile) and the rest go to the next fresh runner. A runner that dies during
@@ -15,6 +18,7 @@ acknowledge, is infrastructure: the submission is retried once in a fresh sandbo
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +28,7 @@ from rlvr.judge.sandbox import Sandbox, SandboxError, Session, SessionTimeout
 
 __all__ = ["Outcome", "Worker", "run_batch"]
 
+log = logging.getLogger(__name__)
 _DIED = {"status": "no_result", "message": "the submission's process ended before reporting this test"}
 _OOM_KILLED = {"status": "signal", "signal": 9, "message": "the submission's runner was OOM-killed during this test"}
 MAX_RUNNER_DEATHS = 3  # replacement runners that may die (each costs its test) before the rest count as _DIED
@@ -176,7 +181,13 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
             elif t == "ready":
                 ready = True
                 break
-            elif t in ("done", "error"):
+            elif t == "error":  # the runner's own exception (its traceback): a death with a message
+                log.warning("the runner raised during a %r request (counted as its death: the test it was running "
+                            "fails, the rest rerun on a fresh runner): %s",
+                            req.get("op"), str(f.get("msg", ""))[-2000:])
+                restart = died = True
+                break
+            elif t == "done":
                 break
         if ready and drive is not None:
             out.asserts, alive = _relay(worker, sess, drive, tls, respawn, deadline)

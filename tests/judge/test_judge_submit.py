@@ -117,3 +117,16 @@ def test_a_call_server_that_dies_after_loading_costs_only_that_call(judge):
     res = judge.judge(call_problem([1, 99, 3, 4]), code)
     assert verdicts(res) == ["accepted", "runtime_error", "accepted", "accepted"], res.message
     assert "SIGSEGV" in res.tests[1].message
+
+
+# the runner gets a KeyboardInterrupt from the submission during the test whose input is "int": its own exception,
+# reported on an ``error`` frame
+INTERRUPT_STDIO = KILL_STDIO.replace("'kill'", "'int'").replace("signal.SIGKILL)", "signal.SIGINT)\n    import time\n"
+                                                                 "    time.sleep(1)")
+
+
+def test_a_runner_exception_costs_only_that_test_and_is_logged(judge, caplog):
+    with caplog.at_level("WARNING", logger="rlvr.judge.submit"):
+        res = judge.judge(stdio_problem(["1", "int", "3", "4"]), INTERRUPT_STDIO)
+    assert verdicts(res) == ["accepted", "runtime_error", "accepted", "accepted"]
+    assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)
