@@ -206,33 +206,38 @@ PROGRAMS = [
     hostile("plant_daemon_next_test", F, "stdio", """
         import os, time
         a, b = map(int, input().split())
-        def alive(pid):
+        HB = "/tmp/heartbeat"
+        def beat():
             try:
-                with open(f"/proc/{pid}/stat") as fh:
-                    return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-            except (OSError, IndexError):
-                return False
-        try:
-            with open("/tmp/daemon.pid") as fh:
-                first, survived = False, alive(int(fh.read()))
-        except (OSError, ValueError):
-            first, survived = True, False
+                with open(HB) as fh:
+                    return fh.read()
+            except OSError:
+                return None
+        first = not os.path.exists("/tmp/planted")
         if first:
-            r, w = os.pipe()
+            open("/tmp/planted", "w").close()
             if os.fork() == 0:
                 os.setsid()
-                pid = os.fork()
-                if pid == 0:
-                    time.sleep(30)
-                    os._exit(0)
-                os.write(w, str(pid).encode())
+                if os.fork() == 0:
+                    n = 0
+                    while True:
+                        n += 1
+                        with open(HB + ".new", "w") as fh:
+                            fh.write(str(n))
+                        os.replace(HB + ".new", HB)
+                        time.sleep(0.002)
                 os._exit(0)
-            os.close(w)
-            with open("/tmp/daemon.pid", "w") as fh:
-                fh.write(os.read(r, 32).decode())
-            time.sleep(0.2)
+            end = time.monotonic() + 2
+            while beat() is None and time.monotonic() < end:
+                time.sleep(0.01)
+            survived = False
+        else:
+            seen = beat()
+            time.sleep(0.1)
+            survived = beat() != seen
         print(a + b if first or survived else 0)
-        """, "the first test plants a daemon; a later test of the same submission is right only if it is still alive"),
+        """, "the first test plants a daemon that keeps beating; a later test of the same submission is right only if "
+        "it still beats"),
     hostile("plant_forger_daemon", F, "stdio", """
         import os, time, json, struct
         if os.fork() == 0:
