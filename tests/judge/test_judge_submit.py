@@ -121,8 +121,14 @@ def test_a_call_server_that_dies_after_loading_costs_only_that_call(judge):
 
 # the runner gets a KeyboardInterrupt from the submission during the test whose input is "int": its own exception,
 # reported on an ``error`` frame
-INTERRUPT_STDIO = KILL_STDIO.replace("'kill'", "'int'").replace("signal.SIGKILL)", "signal.SIGINT)\n    import time\n"
-                                                                 "    time.sleep(1)")
+INTERRUPT_STDIO = (
+    "import os, signal, time\n"
+    "s = input()\n"
+    "if s == 'int':\n"
+    "    os.kill(os.getppid(), signal.SIGINT)\n"
+    "    time.sleep(1)\n"
+    "print(int(s) * 2)\n"
+)
 
 
 def test_a_runner_exception_costs_only_that_test_and_is_logged(judge, caplog):
