@@ -28,6 +28,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from rlvr.io import read_appended_jsonl
+
 LIBS = ("torch", "vllm", "verl", "ray", "transformers", "tokenizers", "tensordict", "flash-attn", "flashinfer-python")
 STEP_KEYS = {"generation_s": "timing_s/gen", "reward_s": "timing_s/reward", "training_s": "timing_s/update_actor",
              "old_log_prob_s": "timing_s/old_log_prob", "ref_s": "timing_s/ref", "step_s": "timing_s/step"}
@@ -54,7 +56,7 @@ def environment() -> dict[str, Any]:
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x.strip()]
+    return [rec for _, rec in read_appended_jsonl(path)]  # logs of killed writers: a torn last line is skipped
 
 
 def _curves_judge(curves: Path | None) -> dict[int, dict[str, float]]:
