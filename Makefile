@@ -11,11 +11,13 @@ PYTEST_ARGS ?=
 
 setup: system $(STAMP)
 
-# System packages: bubblewrap for the judge's sandbox, the interpreter the sandbox runs (Debian's python3, with
-# the two libraries benchmark solutions import: sortedcontainers for LeetCode, numpy for EvalPlus Hub tests), and
-# headless chromium, in which a test checks the HTML report renders.
+# System packages: bubblewrap for the judge's sandbox, a C compiler for the sandbox's compiled per-test loop
+# (rlvr/judge/sandbox/forkloop.py builds it on first use; without one the judge falls back to its Python loop), the
+# interpreter the sandbox runs (Debian's python3, with the two libraries benchmark solutions import: sortedcontainers
+# for LeetCode, numpy for EvalPlus Hub tests), and headless chromium, in which a test checks the HTML report renders.
 system:
 	@missing=""; command -v bwrap >/dev/null 2>&1 || missing="bubblewrap"; \
+	command -v cc >/dev/null 2>&1 || missing="$$missing gcc"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	/usr/bin/python3 -c "import sortedcontainers, numpy" >/dev/null 2>&1 || missing="$$missing python3 python3-sortedcontainers python3-numpy"; \
 	if [ -n "$$missing" ]; then \

@@ -41,6 +41,8 @@ class RuntimeSettings(BaseSettings):
     ``RLVR_SANDBOX_QUEUE_FACTOR``: judge server: queue bound as a multiple of its worker count (default 2).
     ``RLVR_SANDBOX_RETRY_AFTER_MAX_S``: judge server: cap of the ``Retry-After`` it suggests, seconds (default 30).
     ``RLVR_SANDBOX_MAX_BODY_MB``: judge server: largest request body, MiB (default 32; larger: HTTP 413).
+    ``RLVR_FORKLOOP``: run the sandbox's stdin/stdout tests through its compiled per-test loop, built on first use
+    with the system C compiler (default 1; 0: the Python loop, same verdicts, more CPU per test).
     ``WANDB_MODE`` is read by wandb itself (rlvr sets ``offline`` when unset).
     """
 
@@ -54,6 +56,7 @@ class RuntimeSettings(BaseSettings):
     sandbox_queue_factor: float = 2.0
     sandbox_retry_after_max_s: int = 30
     sandbox_max_body_mb: float = 32.0
+    forkloop: bool = True
 
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:

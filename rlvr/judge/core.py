@@ -115,13 +115,15 @@ class Judge:
         output_limit_mb: cap on a test's stdout/stderr file size, MB (larger output: runtime_error).
         sandbox_memory_mb: cgroup memory limit over one submission sandbox (all its processes + tmpfs/shm), MB.
         driver_memory_mb: the same for a driver sandbox, MB.
+        forkloop: submission sandboxes run stdio tests through the compiled per-test loop (same verdicts, less CPU;
+            :mod:`rlvr.judge.sandbox.forkloop`); None: ``RLVR_FORKLOOP`` (default on).
     ``workers × (sandbox_memory_mb + driver_memory_mb)`` must fit the host's ``MemAvailable`` when cgroups are active:
     otherwise ``sandbox_memory_mb`` is lowered to fit (logged as a warning), and ``ValueError`` is raised when that
     would leave less than 512 MB per sandbox. Thread-safe; use as a context manager or call :meth:`close`.
     """
 
     def __init__(self, workers: int | None = None, max_timeouts: int = 3, output_limit_mb: int = 16,
-                 sandbox_memory_mb: int = 2048, driver_memory_mb: int = 512) -> None:
+                 sandbox_memory_mb: int = 2048, driver_memory_mb: int = 512, forkloop: bool | None = None) -> None:
         n = workers or RuntimeSettings().sandbox_workers or os.cpu_count() or 1
         self.workers = n
         self.max_timeouts = max_timeouts
@@ -139,7 +141,8 @@ class Judge:
         self.sandbox_memory_mb, self.driver_memory_mb = sandbox_memory_mb, driver_memory_mb
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all = [
-            Worker(Sandbox(memory_mb=sandbox_memory_mb), lambda: Sandbox(tmp_mb=64, memory_mb=driver_memory_mb))
+            Worker(Sandbox(memory_mb=sandbox_memory_mb, forkloop=forkloop),
+                   lambda: Sandbox(tmp_mb=64, memory_mb=driver_memory_mb, forkloop=False))
             for _ in range(n)
         ]
         for w in self._all:
@@ -170,7 +173,8 @@ class Judge:
     def isolation_info(self) -> dict[str, Any]:
         """What isolation is active: ``cgroup`` mode (``v2``/``v1``/``none``) and why a better one was not used,
         per-sandbox memory (MB) and pids limits, whether the seccomp filter loaded and the warden is non-dumpable
-        (known once a sandbox has started), and whether sandboxes get their own host uids (root only)."""
+        (known once a sandbox has started), whether stdio tests run through the compiled per-test loop (``forkloop``,
+        known once a sandbox has started) and whether sandboxes get their own host uids (root only)."""
         mode = detect()
         pong = next((w.runner.pong for w in self._all if w.runner.pong), {})
         return {
@@ -181,6 +185,7 @@ class Judge:
             "pids_max": self._all[0].runner.pids_max if mode.name != "none" else None,
             "seccomp": pong.get("seccomp"),
             "warden_dumpable": pong.get("dumpable"),
+            "forkloop": pong.get("forkloop"),
             "per_sandbox_uid": os.geteuid() == 0,
             "empty_environment": True,
         }

@@ -208,9 +208,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def live_url(request: pytest.FixtureRequest) -> Iterator[str]:
+def live_url(judge) -> Iterator[str]:
     """uvicorn + the real embedded judge on a free port, in a thread; stops itself at teardown."""
-    judge = request.getfixturevalue("judge")
     port = _free_port()
     server = uvicorn.Server(uvicorn.Config(create_app(judge), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

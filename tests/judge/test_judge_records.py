@@ -3,20 +3,9 @@ is what :class:`proc.Records` reads back, only with the child's nonce, and nonce
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import pytest
-
-INSIDE = os.path.join(os.path.dirname(__file__), "..", "..", "rlvr", "judge", "sandbox", "inside", "proc.py")
-
-
-@pytest.fixture(scope="module")
-def proc():
-    spec = importlib.util.spec_from_file_location("rlvr_inside_proc_under_test", INSIDE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _written(proc, nonce, send):

@@ -60,8 +60,9 @@ def sandbox_python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def argv(ctl_fd: int, tmp_mb: int) -> list[str]:
-    """bwrap argv running the warden with its control socket at ``ctl_fd``; ``tmp_mb``: /tmp tmpfs cap, MB."""
+def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False) -> list[str]:
+    """bwrap argv running the warden with its control socket at ``ctl_fd``; ``tmp_mb``: /tmp tmpfs cap, MB;
+    ``forkloop``: the warden loads the compiled per-test loop (:mod:`rlvr.judge.sandbox.forkloop`, built first)."""
     python = sandbox_python()
     out = [bwrap_path(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
            "--as-pid-1", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
@@ -92,4 +93,4 @@ def argv(ctl_fd: int, tmp_mb: int) -> list[str]:
     # sandboxes (an expected value computed on one worker, compared on another); the environment is the fixed one
     # above, so -E protects nothing here. -s: no user site; the script's own dir (/judge/inside) is read-only.
     out += [python, "-s", "-B", "/judge/inside/warden.py", str(ctl_fd)]
-    return out
+    return [*out, "--forkloop"] if forkloop else out

@@ -38,6 +38,7 @@ from typing import Any
 
 from rlvr.judge.sandbox.bwrap import SandboxError, argv
 from rlvr.judge.sandbox.cgroups import SandboxCgroup
+from rlvr.judge.sandbox.forkloop import ensure_built, forkloop_enabled
 from rlvr.judge.sandbox.procs import children, proc_stat
 
 __all__ = ["FRAME_CAP", "Sandbox", "Session", "SessionTimeout"]
@@ -126,10 +127,15 @@ class Sandbox:
         tmp_mb: size cap of the private ``/tmp`` tmpfs, MB.
         memory_mb: cgroup memory limit over the whole sandbox (processes + tmpfs/shm), MB (ignored without cgroups).
         pids_max: cgroup process limit of the sandbox.
+        forkloop: run stdio tests through the compiled per-test loop (:mod:`rlvr.judge.sandbox.forkloop`; built on
+            first start, the Python loop when it cannot be); None: ``RLVR_FORKLOOP``. Whether it is in use is
+            ``pong["forkloop"]`` once started.
     """
 
-    def __init__(self, tmp_mb: int = 256, memory_mb: int = 2048, pids_max: int = 256) -> None:
+    def __init__(self, tmp_mb: int = 256, memory_mb: int = 2048, pids_max: int = 256,
+                 forkloop: bool | None = None) -> None:
         self.tmp_mb, self.memory_mb, self.pids_max = tmp_mb, memory_mb, pids_max
+        self.forkloop = forkloop_enabled() if forkloop is None else forkloop
         self._proc: subprocess.Popen[bytes] | None = None
         self._inner: list[tuple[int, int]] = []
         self._cg: SandboxCgroup | None = None
@@ -170,7 +176,7 @@ class Sandbox:
         try:
             self._limit_mb = self.memory_mb
             self._cg = SandboxCgroup(self.memory_mb, self.pids_max)
-            cmd = ["/bin/sh", "-c", _GO, "sh", *argv(child.fileno(), self.tmp_mb)]
+            cmd = ["/bin/sh", "-c", _GO, "sh", *argv(child.fileno(), self.tmp_mb, self.forkloop and ensure_built())]
             self._proc = subprocess.Popen(
                 cmd, env={}, stdin=go_r, stdout=subprocess.DEVNULL, stderr=self._errlog,
                 pass_fds=(child.fileno(),), start_new_session=True, **kwargs,

@@ -58,7 +58,8 @@ class CallServer:
             pass
         _, status, rusage = os.wait4(self.pid, 0)
         proc.kill_all()
-        base = proc.base_record(status, rusage, self.t0, self.out_fd, self.err_fd, 1 << 16)
+        base = proc.base_record(status, rusage.ru_utime + rusage.ru_stime, time.monotonic() - self.t0, self.out_fd,
+                                 self.err_fd, 1 << 16)
         for fd in (self.rfd, self.cmd_w, self.pidfd):
             os.close(fd)
         self.pid = None

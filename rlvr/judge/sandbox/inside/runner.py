@@ -3,8 +3,9 @@
 Standard library only (inside the sandbox). It reads ONE request frame from the host on its request pipe and answers
 with frames on its response pipe, each carrying the request id; it never sees expected outputs. It compiles the
 code (or builds a native program in ``/tmp/build``) and runs every test in a child of its own (:mod:`proc`,
-:mod:`calls`). Its heap is the warden's, which never held submission data, so nothing of an earlier submission is in
-it; as it ends it kills every other process and wipes every writable place (:mod:`wipe`).
+:mod:`calls`; stdio tests up to :data:`BATCH` at a time through the compiled loop when it is loaded,
+:func:`run_stdio_tests`). Its heap is the warden's, which never held submission data, so nothing of an earlier
+submission is in it; as it ends it kills every other process and wipes every writable place (:mod:`wipe`).
 
 Ops (request ``op``):
   ``batch``: ``{"code", "native", "tests": [{"kind": "stdio", "stdin", "tl"} | {"kind": "call", "args", "kwargs",
@@ -20,12 +21,14 @@ Ops (request ``op``):
 Records: see :mod:`proc` and :mod:`calls`.
 """
 
+import atexit
 import base64
 import builtins
 import json
 import os
 import resource
 import signal
+import time
 import traceback
 
 import calls
@@ -35,6 +38,7 @@ import wire
 
 BUILD = "/tmp/build"
 FLUSH_BYTES = 1 << 20
+BATCH = 64  # stdio tests per call of the compiled loop (each keeps 3 fds open until its record is built)
 # one record's JSON must fit the host's frame cap (wire.FRAME_CAP, the host's FRAME_CAP) with the frame's own fields;
 # json.dumps writes one character as at most 12 bytes (a non-BMP character as two 6-byte \u escapes), so a record of
 # fewer characters than RECORD_CAP // 12 fits without measuring
@@ -100,8 +104,6 @@ def _stdio_child(code_obj, chan):
         chan.put(e=kind, m=msg)
         os._exit(1)
     try:
-        import atexit
-
         atexit._run_exitfuncs()
     except BaseException:
         pass
@@ -118,8 +120,8 @@ def _native_child(argv, env):
     os._exit(127)
 
 
-def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native=None, add_newline=True):
-    """Run the program once on ``stdin`` (str) in a child; return a record (wall ``time_limit`` seconds)."""
+def _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native, add_newline):
+    """(stdin bytes, limits, base_vm, target(chan)) of one stdio test."""
     if add_newline and stdin and not stdin.endswith("\n"):
         stdin += "\n"
     limits = {"memory_limit_mb": memory_mb, "cpu_s": time_limit + 1, "output_limit_mb": output_mb}
@@ -129,11 +131,13 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
         limits["as_limit"] = native["as_limit"]
         base_vm = 16 << 20
         target = lambda chan: _native_child(native["argv"], native["env"])  # noqa: E731
-    pid, rfd, out_fd, err_fd, t0, nonce = proc.spawn(target, stdin.encode("utf-8", "surrogateescape"), limits, base_vm)
-    got = {}
-    deadline = t0 + time_limit
-    timed_out, status, rusage = proc.collect(pid, rfd, nonce, deadline, got.update)
-    rec = proc.base_record(status, rusage, t0, out_fd, err_fd, output_mb << 20)
+    return stdin.encode("utf-8", "surrogateescape"), limits, base_vm, target
+
+
+def _stdio_record(timed_out, status, cpu_s, wall_s, out_fd, err_fd, got, output_mb, native):
+    """The record of a finished stdio child from its wait status, CPU/wall seconds, output memfds (closed here) and
+    the nonce-checked records ``got`` it sent."""
+    rec = proc.base_record(status, cpu_s, wall_s, out_fd, err_fd, output_mb << 20)
     if timed_out:
         rec["status"] = "timeout"
     elif "e" in got:
@@ -149,6 +153,43 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
     if rec["signal"] == signal.SIGXFSZ:
         rec.update(status="exception", exc_type="OutputLimitExceeded", message=f"output exceeded {output_mb} MB")
     return rec
+
+
+def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native=None, add_newline=True):
+    """Run the program once on ``stdin`` (str) in a child; return a record (wall ``time_limit`` seconds)."""
+    data, limits, base_vm, target = _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native,
+                                                 add_newline)
+    pid, rfd, out_fd, err_fd, t0, nonce = proc.spawn(target, data, limits, base_vm)
+    got = {}
+    timed_out, status, rusage = proc.collect(pid, rfd, nonce, t0 + time_limit, got.update)
+    return _stdio_record(timed_out, status, rusage.ru_utime + rusage.ru_stime, time.monotonic() - t0, out_fd,
+                         err_fd, got, output_mb, native)
+
+
+def run_stdio_tests(code_obj, tests, memory_mb, output_mb, base_vm, native, max_timeouts, timeouts):
+    """Run consecutive stdio ``tests`` (dicts with ``stdin``, ``tl``) through the compiled loop
+    (:func:`proc.run_batch`); returns their records in order: fewer than ``tests`` when ``max_timeouts`` was reached
+    (``timeouts``: those counted so far) or when the work dir had to be cleaned after the last one returned (it is
+    cleaned here)."""
+    data, targets, limits, vm = [], [], None, base_vm
+    for t in tests:
+        d, limits, vm, target = _stdio_setup(code_obj, t.get("stdin", ""), float(t["tl"]), memory_mb, output_mb,
+                                             base_vm, native, True)
+        data.append(d)
+        targets.append(target)
+    recs = []
+
+    def on_test(i, timed_out, status, cpu_s, wall_s, rfd, out_fd, err_fd, nonce):
+        got = {}
+        proc.read_records(rfd, nonce, got.update)
+        recs.append(_stdio_record(timed_out, status, cpu_s, wall_s, out_fd, err_fd, got, output_mb, native))
+
+    tls = [float(t["tl"]) for t in tests]
+    _, dirty = proc.run_batch(lambda chan, i: targets[i](chan), data, tls, [tl + 1 for tl in tls], limits, vm,
+                              max_timeouts, timeouts, on_test)
+    if dirty:
+        _clean_workdir()
+    return recs
 
 
 def record_cost(rec, json_dumps=json.dumps):
@@ -223,6 +264,7 @@ def handle_batch(req, send, recv, base_vm):
     server = calls.CallServer(code_obj, setup_obj, req.get("entry_point"), limits, base_vm)
     timeouts = size = 0
     pending = []
+    ready = {}  # stdio records already run through the compiled loop, by test index
     fatal = None
     try:
         for i, t in enumerate(req["tests"]):
@@ -231,8 +273,19 @@ def handle_batch(req, send, recv, base_vm):
                 rec = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
             elif t["kind"] == "stdio":
                 server.stop()  # each stdio child ends with kill_all(): the call server would not survive it
-                rec = run_stdio(code_obj, t.get("stdin", ""), tl, mem, outmb, base_vm, native)
-                _clean_workdir()
+                if proc.FORKLOOP is not None and i not in ready:
+                    chunk = []
+                    for u in req["tests"][i : i + (1 if flush_each else BATCH)]:
+                        if u["kind"] != "stdio":
+                            break
+                        chunk.append(u)
+                    for k, r in enumerate(run_stdio_tests(code_obj, chunk, mem, outmb, base_vm, native,
+                                                          max_timeouts, timeouts)):
+                        ready[i + k] = r
+                rec = ready.pop(i, None)
+                if rec is None:
+                    rec = run_stdio(code_obj, t.get("stdin", ""), tl, mem, outmb, base_vm, native)
+                    _clean_workdir()
             elif fatal is not None:
                 rec = fatal
             else:
@@ -269,7 +322,8 @@ def handle_batch(req, send, recv, base_vm):
 
 
 def handle_run(req, send, base_vm):
-    """The ``run`` op: write ``files`` into the work dir, run the program once, send its record."""
+    """The ``run`` op: write ``files`` into the work dir, run the program once, send its record (through the Python
+    loop: one test, nothing for the compiled loop to save)."""
     _clean_workdir()
     for name, b64 in (req.get("files") or {}).items():
         path = os.path.normpath(os.path.join(proc.WORKDIR, name))

@@ -7,7 +7,8 @@ it cannot be signalled by any process of its namespace (the kernel drops signals
 a submission can kill its runner but never the warden.
 
 Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the host. Messages (JSON):
-  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int}``
+  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool}`` (``forkloop``: the
+  runners run stdio tests through the compiled loop, :func:`proc.load_forkloop`; asked for with ``--forkloop``)
   ``{"op": "sub", "id"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
   ``{"t": "ack", "id"}`` once no other process is left; then it forks the runner (:mod:`runner`), which owns the
   fds, reaps it and every orphan, kills every process left and answers ``{"t": "done", "id", "cpu_s"}``
@@ -133,6 +134,7 @@ def cpu_seconds():
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
     ctl = _socket.socket(fileno=int(sys.argv[1]))
+    forkloop = "--forkloop" in sys.argv[2:] and proc.load_forkloop()
     LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     filtered = seccomp.install()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -153,7 +155,8 @@ def main():
         if msg.get("op") == "ping":
             for fd in fds:
                 os.close(fd)
-            ctl.send(json.dumps({"t": "pong", "seccomp": filtered, "dumpable": LIBC.prctl(3, 0, 0, 0, 0)}).encode())
+            ctl.send(json.dumps({"t": "pong", "seccomp": filtered, "dumpable": LIBC.prctl(3, 0, 0, 0, 0),
+                                "forkloop": forkloop}).encode())
             continue
         if msg.get("op") != "sub" or len(fds) != 2:
             return
