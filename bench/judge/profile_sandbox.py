@@ -13,10 +13,12 @@ Differences to a real judge: no host process, no control socket, no cgroup; the 
 Output (one JSON line): ``cpu_ms_per_test`` (this process and everything it reaped, i.e. the whole sandbox),
 ``runner_ms_per_test`` / ``child_ms_per_test`` (runner self / test children), ``runner_faults_per_test`` /
 ``child_faults_per_test`` (minor faults: copy-on-write copies after ``fork()`` and first touches of file pages),
-``image_anon_kb`` / ``image_mappings`` (what every ``fork()`` copies), ``bad`` (programs with a wrong output).
+``image_anon_kb`` / ``image_mappings`` (what every ``fork()`` copies), ``bad`` (programs with a wrong output),
+``forkloop`` (the runners ran the compiled per-test loop).
 
 Run as root (bwrap then runs under its own uid, as the judge does):
-``python bench/judge/profile_sandbox.py --programs 100`` (the figures in docs/judge/suite.md name their command).
+``python bench/judge/profile_sandbox.py --programs 100 [--loop python]`` (the figures in docs/judge/suite.md name
+their command).
 """
 
 import gc
@@ -34,8 +36,9 @@ def _rusage(who):
     return r.ru_utime + r.ru_stime, r.ru_minflt
 
 
-def inside(n_programs):
-    """PID 1 of the sandbox: warden-like setup, one forked runner per program; prints the JSON report."""
+def inside(n_programs, loop="c"):
+    """PID 1 of the sandbox: warden-like setup, one forked runner per program; prints the JSON report. ``loop``:
+    ``c`` loads the compiled per-test loop as a warden started with ``--forkloop`` does, ``python`` does not."""
     import ctypes
 
     sys.path[:0] = ["/judge/inside", "/judge"]
@@ -47,6 +50,7 @@ def inside(n_programs):
 
     ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     filtered = seccomp.install()
+    forkloop = loop == "c" and getattr(proc, "load_forkloop", lambda: False)()
     os.makedirs(proc.WORKDIR, exist_ok=True)
     with open("/out/work.json") as fh:
         items = json.load(fh)[:n_programs]
@@ -91,7 +95,7 @@ def inside(n_programs):
         bad += not ok
     total = _rusage(resource.RUSAGE_SELF)[0] - cpu0 + _rusage(resource.RUSAGE_CHILDREN)[0] - kids0
     print(json.dumps({
-        "programs": len(items), "tests": tests, "bad": bad, "seccomp": filtered,
+        "programs": len(items), "tests": tests, "bad": bad, "seccomp": filtered, "forkloop": forkloop,
         "cpu_ms_per_test": round(total / tests * 1000, 3),
         "runner_ms_per_test": round(runner_cpu / tests * 1000, 3),
         "child_ms_per_test": round(child_cpu / tests * 1000, 3),
@@ -101,13 +105,18 @@ def inside(n_programs):
     }), flush=True)
 
 
-def host(n_programs, workload):
+def host(n_programs, workload, loop="c"):
     """Write the workload where the sandbox can read it and run :func:`inside` under bwrap; returns its exit code."""
     import gzip
     import subprocess
     import tempfile
 
     from rlvr.judge.sandbox import bwrap
+
+    if loop == "c":
+        from rlvr.judge.sandbox.forkloop import ensure_built
+
+        ensure_built()
 
     with tempfile.TemporaryDirectory() as out:
         with gzip.open(workload, "rt", encoding="utf-8") as fh:
@@ -118,19 +127,22 @@ def host(n_programs, workload):
         argv = bwrap.argv(3, 256)
         at = argv.index("--remount-ro")
         argv[at:at] = ["--ro-bind", HERE, "/bench", "--ro-bind", out, "/out"]
-        argv[argv.index("/judge/inside/warden.py"):] = ["/bench/profile_sandbox.py", "--inside", str(n_programs)]
+        argv[argv.index("/judge/inside/warden.py"):] = ["/bench/profile_sandbox.py", "--inside", str(n_programs), loop]
         kwargs = {"user": 61999, "group": 61999, "extra_groups": []} if os.geteuid() == 0 else {}
         return subprocess.run(argv, env={}, check=False, **kwargs).returncode
 
 
 def main():
-    """``--programs N`` (default 100), ``--workload PATH`` (default stdio200); ``--inside N`` is the sandbox side."""
+    """``--programs N`` (default 100), ``--workload PATH`` (default stdio200), ``--loop c|python`` (default ``c``:
+    the compiled per-test loop, built first; ``python``: the Python loop); ``--inside N LOOP`` is the sandbox
+    side."""
     args = sys.argv[1:]
     if args[:1] == ["--inside"]:
-        inside(int(args[1]))
+        inside(int(args[1]), *args[2:3])
         return
     opts = dict(zip(args[::2], args[1::2], strict=False))
-    sys.exit(host(int(opts.get("--programs", 100)), opts.get("--workload", os.path.join(HERE, "stdio200.jsonl.gz"))))
+    sys.exit(host(int(opts.get("--programs", 100)), opts.get("--workload", os.path.join(HERE, "stdio200.jsonl.gz")),
+                  opts.get("--loop", "c")))
 
 
 if __name__ == "__main__":
