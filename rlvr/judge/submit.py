@@ -4,14 +4,14 @@ Failure accounting (the issue's "honest failure accounting"): a runner that dies
 (only the submission can kill it) costs the test it was running, not the others. A runner that reports its own
 exception (an ``error`` frame: a ``KeyboardInterrupt`` the submission sent it, or a bug in the runner) counts as such
 a death; its traceback is logged as a warning, so a bug in the judge's own code does not pass silently as
-``runtime_error``s. The sandbox is restarted and the tests
-without a record go to a fresh runner that sends one frame per test (``flush_each``), so its first test without a
-record is the one during which it died: that test gets ``no_result`` (→ ``runtime_error``; ``memory_limit`` when the
-sandbox's cgroup OOM-killed something meanwhile) and the rest go to the next fresh runner. A runner that dies during
-the driver relay costs the assert test it was serving; the next assert test starts with a fresh runner. Records that
-arrived are kept (each frame is id-checked, each index bounds-checked against the runner's own test list). After
-:data:`MAX_RUNNER_DEATHS` such deaths, or past the hang detector (one deadline for all runners of the submission), every
-test still without a record gets ``no_result``. Only a sandbox that cannot start, or a fresh warden that does not
+``runtime_error``s. The sandbox is restarted and the tests without a record go to a fresh runner that sends one
+frame per test (``flush_each``), so its first test without a record is the one during which it died: that test gets
+``no_result`` (→ ``runtime_error``; ``memory_limit`` when the sandbox's cgroup OOM-killed something meanwhile) and
+the rest go to the next fresh runner. A runner that dies during the driver relay costs the assert test it was
+serving; the next assert test starts with a fresh runner. Records that arrived are kept (each frame is id-checked,
+each index bounds-checked against the runner's own test list). After :data:`MAX_RUNNER_DEATHS` such deaths, or past
+the hang detector (one deadline for all runners of the submission), every test still without a record gets
+``no_result``. Only a sandbox that cannot start, or a fresh warden that does not
 acknowledge, is infrastructure: the submission is retried once in a fresh sandbox, then :class:`SandboxError`
 (→ ``sandbox_error``). Nothing the submission does can produce that: it never reaches the warden.
 """

@@ -3,9 +3,11 @@ current source, never used when stale or missing, reported by the judge, and the
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -59,16 +61,27 @@ def test_a_failed_build_leaves_no_library_and_says_why(fresh, caplog):
     assert not [p for p in fresh.LIBRARY.parent.iterdir() if p.name.startswith("._forkloop-")]
 
 
+@pytest.fixture
+def binding(proc, monkeypatch):
+    """The sandbox's ``forkloop`` binding (inside/forkloop.py), imported on the host over the ``proc`` fixture."""
+    monkeypatch.setitem(sys.modules, "proc", proc)
+    spec = importlib.util.spec_from_file_location("rlvr_inside_forkloop_under_test",
+                                                  forkloop.SOURCE.with_name("forkloop.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @needs_cc
-def test_a_library_of_another_layout_is_never_called(proc, tmp_path):
+def test_a_library_of_another_layout_is_never_called(binding, tmp_path):
     """The sandbox compares the library's struct sizes with its ctypes layout before using it."""
     assert forkloop.ensure_built()
     other = tmp_path / "other.c"
     other.write_text("long long fl_sizes(void) { return 1; }\nint fl_run(void *b) { return 1; }\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "other.so"), str(other)], check=True)
-    assert proc.load_forkloop(str(tmp_path / "other.so")) is False and proc.FORKLOOP is None
-    assert proc.load_forkloop(str(tmp_path / "missing.so")) is False and proc.FORKLOOP is None
-    assert proc.load_forkloop(str(forkloop.LIBRARY)) is True and proc.FORKLOOP is not None
+    assert binding.load(str(tmp_path / "other.so")) is False and binding.RUN is None
+    assert binding.load(str(tmp_path / "missing.so")) is False and binding.RUN is None
+    assert binding.load(str(forkloop.LIBRARY)) is True and binding.RUN is not None
 
 
 PROGRAMS = {

@@ -1,6 +1,6 @@
 """Build the sandbox's compiled per-test loop (``inside/forkloop.c``) next to the code bwrap binds at ``/judge``.
 
-The runner runs stdin/stdout tests through this loop when the sandbox loads it (:func:`proc.load_forkloop` inside;
+The runner runs stdin/stdout tests through this loop when the sandbox loads it (``inside/forkloop.py``;
 docs/judge/suite.md says what it saves: the runner's Python bookkeeping between two ``fork()``\\s, paid in
 copy-on-write faults); without it the same tests run through the Python loop (``proc.spawn`` + ``proc.collect``),
 with the same semantics. It is built on first use by the host with the system C compiler (``$CC``, else ``cc``,

@@ -8,13 +8,11 @@ and reports on a pipe whose records carry a per-child nonce (:func:`next_nonce`)
 other process of the sandbox except the runner itself and the warden (PID 1 of the pid namespace, which the kernel
 protects). Each ``fork()`` here is paid per test, with copy-on-write faults on every page parent or child writes
 afterwards: the child's path is kept short and free of Python-level setup (:func:`prepare`; docs/judge/suite.md).
-For stdio tests the same loop runs in C when the warden loaded it (:func:`load_forkloop`, :func:`run_batch`:
-``forkloop.c``), so that the runner writes no page between two forks; :func:`spawn` + :func:`collect` are the
-Python loop it falls back to, with the same semantics.
+For stdio tests the same loop runs in C when the warden loaded it (:mod:`forkloop`), so that the runner writes no page
+between two forks; :func:`spawn` + :func:`collect` are the Python loop it falls back to, with the same semantics.
 """
 
 import _signal
-import ctypes
 import io
 import json
 import os
@@ -330,77 +328,6 @@ def read_records(rfd, nonce, on_record):
                 break
     finally:
         os.close(rfd)
-
-
-class _Test(ctypes.Structure):
-    _fields_ = [("stdin_buf", ctypes.c_char_p), ("stdin_len", ctypes.c_longlong), ("time_limit", ctypes.c_double),
-                ("cpu_limit", ctypes.c_longlong),
-                ("rfd", ctypes.c_int), ("out_fd", ctypes.c_int), ("err_fd", ctypes.c_int), ("status", ctypes.c_int),
-                ("timed_out", ctypes.c_int), ("cpu_s", ctypes.c_double), ("wall_s", ctypes.c_double)]
-
-
-class _Batch(ctypes.Structure):
-    _fields_ = [("tests", ctypes.POINTER(_Test)), ("n", ctypes.c_int), ("next", ctypes.c_int),
-                ("workdir", ctypes.c_char_p), ("max_timeouts", ctypes.c_int), ("timeouts", ctypes.c_int),
-                ("private_fds", ctypes.POINTER(ctypes.c_int)), ("n_private", ctypes.c_int),
-                ("as_limit", ctypes.c_longlong), ("fsize", ctypes.c_longlong), ("nproc", ctypes.c_longlong),
-                ("child", ctypes.c_int), ("child_wfd", ctypes.c_int), ("dirty", ctypes.c_int), ("err", ctypes.c_int)]
-
-
-def load_forkloop(path="/judge/inside/_forkloop.so"):
-    """Load the compiled per-test loop (forkloop.c) into :data:`FORKLOOP`; returns whether it is usable: the
-    library loads and its struct sizes match this module's ctypes layout (a stale build is never called)."""
-    global FORKLOOP
-    try:
-        lib = ctypes.PyDLL(path)
-        lib.fl_sizes.restype = ctypes.c_longlong
-        if lib.fl_sizes() != ctypes.sizeof(_Batch) * 10000 + ctypes.sizeof(_Test):
-            return False
-    except (OSError, AttributeError):
-        return False
-    lib.fl_run.argtypes = [ctypes.POINTER(_Batch)]
-    lib.fl_run.restype = ctypes.c_int
-    FORKLOOP = lib.fl_run
-    return True
-
-
-FORKLOOP = None  # fl_run of forkloop.c once :func:`load_forkloop` succeeded (None: the Python loop of spawn/collect)
-
-
-def run_batch(target, stdins, time_limits, cpu_limits, limits, base_vm, max_timeouts, timeouts, on_test):
-    """Run one stdio test per entry of ``stdins`` (bytes; wall limits ``time_limits`` and RLIMIT_CPU
-    ``cpu_limits``, seconds) with :data:`FORKLOOP`: fork, wait, reap and ``kill(-1)`` in C, then, after the last
-    fork, hand each finished test to ``on_test(i, timed_out, status, cpu_s, wall_s, rfd, out_fd, err_fd, nonce)``
-    (which owns and closes the three fds). ``target(chan, i)`` runs in test ``i``'s child; ``limits``: the
-    ``memory_limit_mb``, ``output_limit_mb`` and ``as_limit`` of :func:`set_limits`. Stops early when ``timeouts``
-    (counted on) reaches ``max_timeouts`` (> 0), or when the work dir could not be renewed after a test. Returns
-    ``(tests run, work dir left dirty)``. Raises ``OSError`` when a syscall failed."""
-    n = len(stdins)
-    tests = (_Test * n)()
-    for t, data, tl, cpu in zip(tests, stdins, time_limits, cpu_limits, strict=True):
-        t.stdin_buf, t.stdin_len, t.time_limit, t.cpu_limit = data, len(data), tl, max(1, int(cpu + 0.999))
-    private = (ctypes.c_int * max(1, len(PRIVATE_FDS)))(*PRIVATE_FDS)
-    mb = 1 << 20
-    b = _Batch(tests=tests, n=n, next=0, workdir=WORKDIR.encode(), max_timeouts=max_timeouts, timeouts=timeouts,
-               private_fds=private, n_private=len(PRIVATE_FDS),
-               as_limit=base_vm + limits["memory_limit_mb"] * mb if limits.get("as_limit", True) else 0,
-               fsize=limits["output_limit_mb"] * mb, nproc=NPROC_LIMIT)
-    nonces = [next_nonce() for _ in range(n)]
-    flush()
-    rc = FORKLOOP(ctypes.byref(b))
-    if rc == 1:
-        try:
-            _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)  # the C call: signal.signal's enum code copies pages
-            take_prepared()
-            target(Channel(b.child_wfd, nonces[b.child]), b.child)
-        finally:
-            os._exit(1)
-    for i in range(b.next):
-        t = tests[i]
-        on_test(i, bool(t.timed_out), t.status, t.cpu_s, t.wall_s, t.rfd, t.out_fd, t.err_fd, nonces[i])
-    if rc < 0:
-        raise OSError(b.err, f"forkloop: {os.strerror(b.err)}")
-    return b.next, bool(b.dirty)
 
 
 def kill_all():

@@ -32,6 +32,7 @@ import time
 import traceback
 
 import calls
+import forkloop
 import proc
 import wipe
 import wire
@@ -168,15 +169,17 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
 
 def run_stdio_tests(code_obj, tests, memory_mb, output_mb, base_vm, native, max_timeouts, timeouts):
     """Run consecutive stdio ``tests`` (dicts with ``stdin``, ``tl``) through the compiled loop
-    (:func:`proc.run_batch`); returns their records in order: fewer than ``tests`` when ``max_timeouts`` was reached
+    (:func:`forkloop.run`); returns their records in order: fewer than ``tests`` when ``max_timeouts`` was reached
     (``timeouts``: those counted so far) or when the work dir had to be cleaned after the last one returned (it is
     cleaned here)."""
-    data, targets, limits, vm = [], [], None, base_vm
+    data, targets, tls, cpus, limits, vm = [], [], [], [], None, base_vm
     for t in tests:
-        d, limits, vm, target = _stdio_setup(code_obj, t.get("stdin", ""), float(t["tl"]), memory_mb, output_mb,
-                                             base_vm, native, True)
+        tls.append(float(t["tl"]))
+        d, limits, vm, target = _stdio_setup(code_obj, t.get("stdin", ""), tls[-1], memory_mb, output_mb, base_vm,
+                                             native, True)
         data.append(d)
         targets.append(target)
+        cpus.append(limits["cpu_s"])
     recs = []
 
     def on_test(i, timed_out, status, cpu_s, wall_s, rfd, out_fd, err_fd, nonce):
@@ -184,9 +187,7 @@ def run_stdio_tests(code_obj, tests, memory_mb, output_mb, base_vm, native, max_
         proc.read_records(rfd, nonce, got.update)
         recs.append(_stdio_record(timed_out, status, cpu_s, wall_s, out_fd, err_fd, got, output_mb, native))
 
-    tls = [float(t["tl"]) for t in tests]
-    _, dirty = proc.run_batch(lambda chan, i: targets[i](chan), data, tls, [tl + 1 for tl in tls], limits, vm,
-                              max_timeouts, timeouts, on_test)
+    _, dirty = forkloop.run(targets, data, tls, cpus, limits, vm, max_timeouts, timeouts, on_test)
     if dirty:
         _clean_workdir()
     return recs
@@ -273,7 +274,7 @@ def handle_batch(req, send, recv, base_vm):
                 rec = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
             elif t["kind"] == "stdio":
                 server.stop()  # each stdio child ends with kill_all(): the call server would not survive it
-                if proc.FORKLOOP is not None and i not in ready:
+                if forkloop.RUN is not None and i not in ready:
                     chunk = []
                     for u in req["tests"][i : i + (1 if flush_each else BATCH)]:
                         if u["kind"] != "stdio":
@@ -283,7 +284,7 @@ def handle_batch(req, send, recv, base_vm):
                                                           max_timeouts, timeouts)):
                         ready[i + k] = r
                 rec = ready.pop(i, None)
-                if rec is None:
+                if rec is None:  # the Python loop (no compiled loop, or it ran none of this chunk)
                     rec = run_stdio(code_obj, t.get("stdin", ""), tl, mem, outmb, base_vm, native)
                     _clean_workdir()
             elif fatal is not None:

@@ -8,7 +8,7 @@ a submission can kill its runner but never the warden.
 
 Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the host. Messages (JSON):
   ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool}`` (``forkloop``: the
-  runners run stdio tests through the compiled loop, :func:`proc.load_forkloop`; asked for with ``--forkloop``)
+  runners run stdio tests through the compiled loop, :func:`forkloop.load`; asked for with ``--forkloop``)
   ``{"op": "sub", "id"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
   ``{"t": "ack", "id"}`` once no other process is left; then it forks the runner (:mod:`runner`), which owns the
   fds, reaps it and every orphan, kills every process left and answers ``{"t": "done", "id", "cpu_s"}``
@@ -37,7 +37,7 @@ DIRS = ["/judge/inside", "/judge"]  # where bwrap binds the judge's in-sandbox c
 sys.path[:0] = DIRS
 
 # The judge's own modules, in dependency order (each only imports standard modules or earlier ones).
-OWN = ("wire", "literal", "proc", "seccomp", "wipe", "callserver", "calls", "driver", "runner")
+OWN = ("wire", "literal", "proc", "forkloop", "seccomp", "wipe", "callserver", "calls", "driver", "runner")
 
 
 def load_own():
@@ -78,6 +78,7 @@ def load_own():
 
 load_own()
 
+import forkloop  # noqa: E402
 import proc  # noqa: E402
 import seccomp  # noqa: E402
 import wipe  # noqa: E402
@@ -134,7 +135,7 @@ def cpu_seconds():
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
     ctl = _socket.socket(fileno=int(sys.argv[1]))
-    forkloop = "--forkloop" in sys.argv[2:] and proc.load_forkloop()
+    loaded = "--forkloop" in sys.argv[2:] and forkloop.load()
     LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
     filtered = seccomp.install()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
@@ -156,7 +157,7 @@ def main():
             for fd in fds:
                 os.close(fd)
             ctl.send(json.dumps({"t": "pong", "seccomp": filtered, "dumpable": LIBC.prctl(3, 0, 0, 0, 0),
-                                "forkloop": forkloop}).encode())
+                                "forkloop": loaded}).encode())
             continue
         if msg.get("op") != "sub" or len(fds) != 2:
             return
