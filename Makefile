@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 
 setup: system $(STAMP)
 
-# System packages: bubblewrap for the judge's sandbox, a C compiler for the sandbox's compiled per-test loop
+# System packages: bubblewrap for the judge's sandbox, a C compiler for the sandbox's compiled loop and wipe
 # (rlvr/judge/sandbox/forkloop.py builds it on first use; without one the judge falls back to its Python loop), the
 # interpreter the sandbox runs (Debian's python3, with the two libraries benchmark solutions import: sortedcontainers
 # for LeetCode, numpy for EvalPlus Hub tests), and headless chromium, in which a test checks the HTML report renders.

@@ -41,8 +41,9 @@ class RuntimeSettings(BaseSettings):
     ``RLVR_SANDBOX_QUEUE_FACTOR``: judge server: queue bound as a multiple of its worker count (default 2).
     ``RLVR_SANDBOX_RETRY_AFTER_MAX_S``: judge server: cap of the ``Retry-After`` it suggests, seconds (default 30).
     ``RLVR_SANDBOX_MAX_BODY_MB``: judge server: largest request body, MiB (default 32; larger: HTTP 413).
-    ``RLVR_FORKLOOP``: run the sandbox's stdin/stdout tests through its compiled per-test loop, built on first use
-    with the system C compiler (default 1; 0: the Python loop, same verdicts, more CPU per test).
+    ``RLVR_FORKLOOP``: run the sandbox's stdin/stdout tests through its compiled per-test loop and end each
+    submission with its compiled wipe, built on first use with the system C compiler (default 1; 0: the Python loop
+    and wipe, same verdicts, more CPU per test).
     ``WANDB_MODE`` is read by wandb itself (rlvr sets ``offline`` when unset).
     """
 

@@ -52,6 +52,16 @@ def test_stdin_and_stdout_styles_accepted(judge, code):
     assert res.pass_ratio == 1.0 and res.passed == res.total == 2
 
 
+def test_every_test_process_draws_its_own_random_seed(judge):
+    # as a fresh interpreter per run would: the warden preloads ``random``, and each child forked from it must
+    # still reseed (random's after-fork hook; docs/judge/suite.md prices making that hook cheaper, not done)
+    p = stdio_problem([{"kind": "stdio", "stdin": str(i), "stdout": "x"} for i in range(4)])
+    code = "import random\nprint(random.getrandbits(64), random.random(), random.gauss(0, 1))"
+    draws = [t.stdout for _ in range(2) for t in judge.judge(p, code).tests]
+    assert all(d.count(" ") == 2 for d in draws), draws  # each ran and printed its draws
+    assert len(set(draws)) == len(draws) == 8, draws
+
+
 def test_wrong_answer_and_pass_ratio(judge):
     p = stdio_problem(
         [{"kind": "stdio", "stdin": "1 2", "stdout": "3"}, {"kind": "stdio", "stdin": "2 2", "stdout": "4"}]

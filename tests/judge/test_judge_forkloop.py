@@ -1,5 +1,6 @@
-"""The compiled per-test loop (``rlvr/judge/sandbox/forkloop.py`` builds ``inside/forkloop.c``): built once from the
-current source, never used when stale or missing, reported by the judge, and the same records as the Python loop."""
+"""The compiled runner code (``rlvr/judge/sandbox/forkloop.py`` builds ``inside/forkloop.c`` and ``inside/wipe.c``
+into one library): built once from the current sources, never used when stale, incomplete or missing, reported by the
+judge, and the same records as the Python loop (the compiled wipe's behaviour: test_judge_pristine.py, both ways)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from rlvr.judge.sandbox import forkloop
 
 @pytest.fixture
 def fresh(monkeypatch, tmp_path):
-    """forkloop with its source and library in ``tmp_path`` and no memory of earlier builds."""
-    src = tmp_path / "forkloop.c"
-    shutil.copy(forkloop.SOURCE, src)
-    monkeypatch.setattr(forkloop, "SOURCE", src)
+    """forkloop with its sources and library in ``tmp_path`` and no memory of earlier builds."""
+    for src in forkloop.SOURCES:
+        shutil.copy(src, tmp_path / src.name)
+    monkeypatch.setattr(forkloop, "SOURCES", tuple(tmp_path / src.name for src in forkloop.SOURCES))
     monkeypatch.setattr(forkloop, "LIBRARY", tmp_path / "_forkloop.so")
     monkeypatch.setattr(forkloop, "_built", {})
     return forkloop
@@ -39,9 +40,11 @@ def test_built_once_from_the_current_source_and_rebuilt_when_it_changes(fresh):
     before = lib.stat().st_mtime_ns
     fresh._built.clear()  # as a new process would: the library on disk is current, nothing is compiled
     assert fresh.ensure_built() and lib.stat().st_mtime_ns == before
-    fresh.SOURCE.write_text(fresh.SOURCE.read_text() + "\n/* changed */\n")
-    assert fresh.ensure_built()
-    assert fresh._source_sha() != sha and fresh._source_sha().encode() in lib.read_bytes()
+    for src in fresh.SOURCES:  # a change to either source rebuilds
+        src.write_text(src.read_text() + "\n/* changed */\n")
+        assert fresh.ensure_built()
+        assert fresh._source_sha() != sha and fresh._source_sha().encode() in lib.read_bytes()
+        sha = fresh._source_sha()
     assert not [p for p in lib.parent.iterdir() if p.name.startswith("._forkloop-")]  # no temp file left
 
 
@@ -54,10 +57,10 @@ def test_without_a_compiler_the_python_loop_runs_and_says_why(fresh, monkeypatch
 
 @needs_cc
 def test_a_failed_build_leaves_no_library_and_says_why(fresh, caplog):
-    fresh.SOURCE.write_text("this is not C\n")
+    fresh.SOURCES[-1].write_text("this is not C\n")
     with caplog.at_level(logging.WARNING, logger=fresh.__name__):
         assert fresh.ensure_built() is False
-    assert "building forkloop.c failed" in caplog.text and not fresh.LIBRARY.exists()
+    assert "building _forkloop.so failed" in caplog.text and not fresh.LIBRARY.exists()
     assert not [p for p in fresh.LIBRARY.parent.iterdir() if p.name.startswith("._forkloop-")]
 
 
@@ -66,22 +69,25 @@ def binding(proc, monkeypatch):
     """The sandbox's ``forkloop`` binding (inside/forkloop.py), imported on the host over the ``proc`` fixture."""
     monkeypatch.setitem(sys.modules, "proc", proc)
     spec = importlib.util.spec_from_file_location("rlvr_inside_forkloop_under_test",
-                                                  forkloop.SOURCE.with_name("forkloop.py"))
+                                                  forkloop.LIBRARY.with_name("forkloop.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 @needs_cc
-def test_a_library_of_another_layout_is_never_called(binding, tmp_path):
-    """The sandbox compares the library's struct sizes with its ctypes layout before using it."""
+def test_a_library_of_another_layout_or_incomplete_is_never_called(binding, tmp_path):
+    """The sandbox compares the library's struct sizes with its ctypes layout, and needs all its functions."""
     assert forkloop.ensure_built()
     other = tmp_path / "other.c"
     other.write_text("long long fl_sizes(void) { return 1; }\nint fl_run(void *b) { return 1; }\n")
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "other.so"), str(other)], check=True)
     assert binding.load(str(tmp_path / "other.so")) is False and binding.RUN is None
     assert binding.load(str(tmp_path / "missing.so")) is False and binding.RUN is None
-    assert binding.load(str(forkloop.LIBRARY)) is True and binding.RUN is not None
+    # the loop alone (no wipe.c): the right layout, but not the whole library
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "loop.so"), str(forkloop.SOURCES[0])], check=True)
+    assert binding.load(str(tmp_path / "loop.so")) is False and binding.RUN is None and binding.WIPE is None
+    assert binding.load(str(forkloop.LIBRARY)) is True and binding.RUN is not None and binding.WIPE is not None
 
 
 PROGRAMS = {

@@ -10,10 +10,11 @@ from rlvr.data.schema import Problem
 from rlvr.judge import Judge
 
 
-@pytest.fixture(scope="module")
-def judge1():
-    """One worker, so A and B are sure to share a sandbox."""
-    j = Judge(workers=1)
+@pytest.fixture(scope="module", params=[True, False], ids=["forkloop", "python_loop"])
+def judge1(request):
+    """One worker, so A and B are sure to share a sandbox; once with the compiled library (its wipe in C, wipe.c)
+    and once without (the Python wipe)."""
+    j = Judge(workers=1, forkloop=request.param)
     yield j
     j.close()
 
@@ -36,6 +37,10 @@ os.makedirs('/tmp/locked_{TAG}/inner', exist_ok=True)
 open('/tmp/locked_{TAG}/inner/f', 'w').write('x')
 os.chmod('/tmp/locked_{TAG}/inner', 0)
 os.chmod('/tmp/locked_{TAG}', 0)
+os.symlink('/dev/shm', '/tmp/link_{TAG}')  # removed, never followed
+os.mkfifo('/dev/shm/fifo_{TAG}')
+os.link('/tmp/a_{TAG}', '/tmp/work/hard_{TAG}')
+os.makedirs('/tmp/tree_{TAG}/' + '/'.join(['d'] * 40))
 libc = ctypes.CDLL(None, use_errno=True)
 assert libc.shmget({SHM_KEY}, 4096, 0o1666) >= 0, 'shmget'
 assert libc.msgget({SHM_KEY}, 0o1666) >= 0, 'msgget'
@@ -51,7 +56,8 @@ print('CLEAN')
 CHECK = f"""
 import ctypes, os, sys
 found = []
-for path in ['/tmp/a_{TAG}', '/dev/shm/a_{TAG}', '/tmp/work/a_{TAG}', '/tmp/build/a_{TAG}', '/tmp/locked_{TAG}']:
+for path in ['/tmp/a_{TAG}', '/dev/shm/a_{TAG}', '/tmp/work/a_{TAG}', '/tmp/build/a_{TAG}', '/tmp/locked_{TAG}',
+             '/tmp/link_{TAG}', '/dev/shm/fifo_{TAG}', '/tmp/work/hard_{TAG}', '/tmp/tree_{TAG}']:
     if os.path.lexists(path):
         found.append(path)
 sys.path.insert(0, os.getcwd())
@@ -84,6 +90,22 @@ def test_nothing_of_submission_a_reaches_submission_b(judge1, kill_runner):
     assert a.verdict == ("runtime_error" if kill_runner else "accepted"), (a.message, a.tests[0].stderr)
     b = judge1.judge(stdio(), CHECK)
     assert b.verdict == "accepted", b.tests[0].stdout
+
+
+def test_a_tree_too_deep_to_wipe_ends_the_sandbox_and_the_next_submission_starts_clean(judge1):
+    # deeper than the wipe goes (wipe.c: 5,000 levels or the runner's fds; wipe.py: the recursion limit): the wipe
+    # fails, so the warden ends the sandbox instead of handing the tree on, and the worker's next sandbox is fresh
+    deep = f"import os\nos.chdir('/tmp')\nfor _ in range(5100):\n    os.mkdir('d_{TAG}')\n    os.chdir('d_{TAG}')\n" \
+           "print('CLEAN')\n"
+    assert judge1.judge(stdio(), "print('CLEAN')").accepted
+    sandbox = judge1._all[0].runner
+    before = sandbox._proc.pid
+    a = judge1.judge(stdio(), deep)
+    assert a.verdict == "accepted", (a.message, a.tests[0].stderr)  # the wipe's failure is not the program's
+    assert sandbox._proc is None or sandbox._proc.poll() is not None  # the warden ended the sandbox
+    b = judge1.judge(stdio(), f"import os\nprint('FOUND' if os.path.lexists('/tmp/d_{TAG}') else 'CLEAN')\n")
+    assert b.verdict == "accepted", b.tests[0].stdout
+    assert sandbox._proc.pid != before
 
 
 def test_a_timed_out_submission_leaks_no_output_into_the_next(judge1):

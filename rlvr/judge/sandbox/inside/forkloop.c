@@ -1,4 +1,4 @@
-/* The runner's per-test loop for stdin/stdout tests, in C (inside the sandbox; loaded with ctypes.PyDLL by proc.py).
+/* The runner's per-test loop for stdin/stdout tests, in C (inside the sandbox; loaded with ctypes.PyDLL by forkloop.py).
  *
  * Same semantics as proc.spawn + proc.collect + runner._clean_workdir, test after test, without running Python
  * code in the runner between two forks: every page the runner writes after a fork() is a copy-on-write fault, and

@@ -1,5 +1,6 @@
 """The runner's compiled per-test loop for stdin/stdout tests (inside the sandbox): the ctypes binding of
-``forkloop.c``, which the host builds next to this file (``rlvr/judge/sandbox/forkloop.py``).
+``forkloop.c``, which the host builds next to this file with ``wipe.c`` into one library
+(``rlvr/judge/sandbox/forkloop.py``); :data:`WIPE` binds the latter's end-of-submission wipe for :mod:`wipe`.
 
 Standard library only. The warden calls :func:`load` when the host asks for the loop (``--forkloop``); the runner
 then runs stdio tests through :func:`run`, which does in C what :func:`proc.spawn` + :func:`proc.collect` + the
@@ -31,23 +32,27 @@ class _Batch(ctypes.Structure):
 
 
 def load(path="/judge/inside/_forkloop.so"):
-    """Load the compiled per-test loop (forkloop.c) into :data:`RUN`; returns whether it is usable: the
-    library loads and its struct sizes match this module's ctypes layout (a stale build is never called)."""
-    global RUN
+    """Load the compiled library into :data:`RUN` (forkloop.c's loop) and :data:`WIPE` (wipe.c's
+    ``fl_wipe_all(tops, n, workdir, kill_timeout_s)``); returns whether it is usable: the library loads, has both,
+    and its struct sizes match this module's ctypes layout (a stale build is never called)."""
+    global RUN, WIPE
     try:
         lib = ctypes.PyDLL(path)
         lib.fl_sizes.restype = ctypes.c_longlong
         if lib.fl_sizes() != ctypes.sizeof(_Batch) * 10000 + ctypes.sizeof(_Test):
             return False
+        lib.fl_run.argtypes = [ctypes.POINTER(_Batch)]
+        lib.fl_run.restype = ctypes.c_int
+        lib.fl_wipe_all.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_char_p, ctypes.c_double]
+        lib.fl_wipe_all.restype = ctypes.c_int
     except (OSError, AttributeError):
         return False
-    lib.fl_run.argtypes = [ctypes.POINTER(_Batch)]
-    lib.fl_run.restype = ctypes.c_int
-    RUN = lib.fl_run
+    RUN, WIPE = lib.fl_run, lib.fl_wipe_all
     return True
 
 
 RUN = None  # fl_run of forkloop.c once :func:`load` succeeded (None: the Python loop of proc.spawn/collect)
+WIPE = None  # fl_wipe_all of wipe.c once :func:`load` succeeded (None: wipe.py's Python wipe)
 
 
 def run(targets, stdins, time_limits, cpu_limits, limits, base_vm, max_timeouts, timeouts, on_test):
