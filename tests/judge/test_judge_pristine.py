@@ -44,6 +44,8 @@ os.makedirs('/tmp/tree_{TAG}/' + '/'.join(['d'] * 40))
 libc = ctypes.CDLL(None, use_errno=True)
 assert libc.shmget({SHM_KEY}, 4096, 0o1666) >= 0, 'shmget'
 assert libc.msgget({SHM_KEY}, 0o1666) >= 0, 'msgget'
+assert libc.semget({SHM_KEY}, 1, 0o1666) >= 0, 'semget'
+assert libc.mq_open(b'/q_{TAG}', os.O_CREAT | os.O_RDWR, 0o600, None) >= 0, 'mq_open'
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
@@ -71,6 +73,10 @@ if libc.shmget({SHM_KEY}, 0, 0) >= 0:
     found.append('shm')
 if libc.msgget({SHM_KEY}, 0) >= 0:
     found.append('msg')
+if libc.semget({SHM_KEY}, 0, 0) >= 0:
+    found.append('sem')
+if os.path.lexists('/dev/mqueue/q_{TAG}'):
+    found.append('mqueue')
 for pid in os.listdir('/proc'):
     if pid.isdigit():
         try:
