@@ -96,6 +96,16 @@ class Meter:
         return d
 
 
+def _version(python: str) -> str | None:
+    """``python``'s version (``platform.python_version()``), None when it cannot run."""
+    try:
+        out = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
+                             capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
 def load(path: Path, programs: int | None) -> list[dict[str, Any]]:
     """The workload ``[{"task_id", "code", "tests": [{"stdin", "stdout"}]}]``: its first ``programs`` records."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -115,10 +125,12 @@ def run_rlvr(items: list[dict[str, Any]], workers: int, cgroup: str | None) -> d
     judge = Judge(workers=workers)
     results = judge.judge_many(pairs)
     inside = judge.sandbox_cpu_seconds()
+    info = judge.isolation_info()
     judge.close()
     d = Meter.delta(a, meter.read(), inside)
     d["sandbox_cpu_seconds"] = inside
     d["false_negatives"] = sum(r.verdict != "accepted" for r in results)
+    d["isolation"] = {k: info.get(k) for k in ("cgroup", "seccomp", "forkloop")}
     return d
 
 
@@ -264,6 +276,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         return
     from rlvr.io import atomic_write_json
     from rlvr.judge import JUDGE_VERSION
+    from rlvr.judge.sandbox.bwrap import sandbox_python
 
     names = [s for s in systems.split(",") if s]
     o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls}
@@ -290,8 +303,11 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "workload": workload.name,
         "judge_version": JUDGE_VERSION,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_at_end": os.getloadavg()},
+                    "loadavg_at_end": os.getloadavg(), "floor_python": _version(FLOOR_PY),
+                    "sandbox_python": _version(sandbox_python())},
         "cpu_counted": "cgroup-v1 cpuacct of each system's process tree (fallback: rusage + sandbox_cpu_seconds)",
+        "cpu_counted_by": sorted({"cgroup" if "cgroup_s" in r else "rusage" for v in runs.values() for r in v
+                                  if "cpu_s" in r}),
         "runs": runs,
         "best_cpu_ms_per_test": best,
         "ratio_rlvr_over_floor": ratio,
