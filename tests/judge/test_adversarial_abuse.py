@@ -10,7 +10,9 @@ import time
 
 import pytest
 from hostile import OK_VERDICTS, PROBES, cases, describe, judge_hostile, mem_available_mb
-from hostile.abuse import FILLERS, PROGRAMS
+from hostile.abuse import FILLERS, NEED_CGROUP, PROGRAMS
+
+from rlvr.judge.sandbox.cgroups import detect
 
 CORRECT = "a, b = map(int, input().split())\nprint(a + b)\n"
 FILL_MB = 900
@@ -27,6 +29,8 @@ def _settled_mem(baseline: float, timeout_s: float = 5.0) -> float:
 
 @pytest.mark.parametrize(("h", "target"), cases(PROGRAMS))
 def test_abuse_is_contained(judge, h, target):
+    if h.name in NEED_CGROUP and detect().name == "none":
+        pytest.skip(f"only a cgroup bounds several processes together, and none is available here: {detect().reason}")
     before = mem_available_mb()
     res, _ = judge_hostile(judge, h, target)
     assert res.verdict in OK_VERDICTS, f"{h.name} ({h.attempt}): {describe(res)}"

@@ -31,6 +31,9 @@ def fill(path, total_mb=900):
 
 #: Programs whose fill must not pin host memory after the submission ended (checked with MemAvailable).
 FILLERS = ("tmpfs_fill", "dev_shm_fill", "memfd_fill")
+# several processes together: only a sandbox's cgroup bounds them; the documented fallback without cgroups (per-process
+# RLIMIT_AS, docs/judge/threat-model.md) lets them exceed the limit together, so these need a cgroup mode to be judged
+NEED_CGROUP = ("multi_process_rlimit", "multi_process_over_sandbox_cap")
 
 PROGRAMS = [
     hostile("multi_process_rlimit", A, "stdio", d("""
