@@ -5,9 +5,9 @@ all of them alike), each in a fresh subprocess:
 
 * ``rlvr``: ``Judge(workers).judge_many`` over the stdio200 workload (200 correct programs x 10 stdin/stdout tests),
   judge start and close included.
-* ``floor``: :mod:`floor` — one warm ``/usr/bin/python3 -I`` that forks one child per test (stdin from a pipe,
-  stdout to a pipe, token comparison in the parent), no isolation at all: the cost floor of "fork a warm
-  interpreter per test".
+* ``floor``: :mod:`floor` — one warm ``python3 -I`` (the sandbox's interpreter, :func:`floor_python`) that forks
+  one child per test (stdin from a pipe, stdout to a pipe, token comparison in the parent), no isolation at all: the
+  cost floor of "fork a warm interpreter per test".
 * ``prime``: verl 0.9.1 ``verl.utils.reward_score.prime_code.compute_score`` (APPS-style ``testing_util``) on the same
   programs and tests, called the way verl's ``default_compute_score`` does without a sandbox URL (one call per program,
   ``continuous=True``: a first all-tests pass, and on any failure a per-test re-run of the first 10). It runs the
@@ -53,7 +53,14 @@ import click
 
 HERE = Path(__file__).parent
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
-FLOOR_PY = "/usr/bin/python3"
+
+def floor_python() -> str:
+    """The floor's interpreter: the one the judge's sandbox runs (``RLVR_SANDBOX_PYTHON``, else ``/usr/bin/python3`` as
+    root; :func:`rlvr.judge.sandbox.bwrap.sandbox_python`), so that both sides fork the same interpreter."""
+    from rlvr.judge.sandbox.bwrap import sandbox_python
+
+    return sandbox_python()
+
 FLOOR_SPLIT = (  # floor.py's field, the per-test figure it becomes, scale
     ("parent_cpu_s", "parent_cpu_ms_per_test", 1000),
     ("child_cpu_s", "child_cpu_ms_per_test", 1000),
@@ -138,7 +145,7 @@ def run_floor(items: list[dict[str, Any]], cgroup: str | None) -> dict[str, Any]
     meter = Meter(cgroup)
     req = json.dumps({"items": [{"code": r["code"], "tests": r["tests"]} for r in items]})
     a = meter.read()
-    out = subprocess.run([FLOOR_PY, "-I", str(HERE / "floor.py")], input=req, capture_output=True, text=True,
+    out = subprocess.run([floor_python(), "-I", str(HERE / "floor.py")], input=req, capture_output=True, text=True,
                          check=True)
     d = Meter.delta(a, meter.read())
     got = json.loads(out.stdout)
@@ -303,7 +310,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "workload": workload.name,
         "judge_version": JUDGE_VERSION,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_at_end": os.getloadavg(), "floor_python": _version(FLOOR_PY),
+                    "loadavg_at_end": os.getloadavg(), "floor_python": _version(floor_python()),
                     "sandbox_python": _version(sandbox_python())},
         "cpu_counted": "cgroup-v1 cpuacct of each system's process tree (fallback: rusage + sandbox_cpu_seconds)",
         "cpu_counted_by": sorted({"cgroup" if "cgroup_s" in r else "rusage" for v in runs.values() for r in v
