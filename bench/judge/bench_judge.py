@@ -31,7 +31,7 @@ is the least disturbed figure), ``ratio_of_medians`` and ``ratio_per_repeat`` (t
 back to back: how far the machine's drift moves the ratio).
 
 Run (on an idle machine; the figures in ``results.json`` name the command and machine):
-``sudo .venv/bin/python bench/judge/bench_judge.py --workers 2 --repeat 3`` -> ``bench/judge/results.json``.
+``sudo .venv/bin/python bench/judge/bench_judge.py --workers 2 --repeat 5`` -> ``bench/judge/results.json``.
 Quick check: ``--repeat 1 --programs 20 --calls 200``.
 """
 
@@ -54,12 +54,14 @@ import click
 HERE = Path(__file__).parent
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
 
+
 def floor_python() -> str:
     """The floor's interpreter: the one the judge's sandbox runs (``RLVR_SANDBOX_PYTHON``, else ``/usr/bin/python3`` as
     root; :func:`rlvr.judge.sandbox.bwrap.sandbox_python`), so that both sides fork the same interpreter."""
     from rlvr.judge.sandbox.bwrap import sandbox_python
 
     return sandbox_python()
+
 
 FLOOR_SPLIT = (  # floor.py's field, the per-test figure it becomes, scale
     ("parent_cpu_s", "parent_cpu_ms_per_test", 1000),
@@ -283,7 +285,6 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         return
     from rlvr.io import atomic_write_json
     from rlvr.judge import JUDGE_VERSION
-    from rlvr.judge.sandbox.bwrap import sandbox_python
 
     names = [s for s in systems.split(",") if s]
     o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls}
@@ -310,8 +311,8 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "workload": workload.name,
         "judge_version": JUDGE_VERSION,
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_at_end": os.getloadavg(), "floor_python": _version(floor_python()),
-                    "sandbox_python": _version(sandbox_python())},
+                    "loadavg_at_end": os.getloadavg(),
+                    "python": _version(floor_python())},  # the floor's and the sandbox's: the same one
         "cpu_counted": "cgroup-v1 cpuacct of each system's process tree (fallback: rusage + sandbox_cpu_seconds)",
         "cpu_counted_by": sorted({"cgroup" if "cgroup_s" in r else "rusage" for v in runs.values() for r in v
                                   if "cpu_s" in r}),
