@@ -157,6 +157,30 @@ def test_run_code(judge):
     assert r.stdout == "hello\n"
 
 
+def test_uncaught_exception_prints_pythons_traceback_from_the_programs_own_frames(judge):
+    """stderr of a program that raises is what ``python3 prog.py`` prints (chained causes included; a hostile
+    ``__str__`` as Python shows it), starting at the program's frames: no frame of the judge's runner."""
+    r = judge.run_code("def f(x):\n    return x[3]\ntry:\n    f([1])\nexcept IndexError as e:\n"
+                       "    raise KeyError(5) from e\n")
+    assert r.verdict == "runtime_error"
+    assert r.stderr.startswith('Traceback (most recent call last):\n  File "<string>", line 4, in <module>\n')
+    assert 'line 2, in f\nIndexError: list index out of range\n\nThe above exception was the direct cause' in r.stderr
+    assert r.stderr.endswith("KeyError: 5\n") and "/judge/" not in r.stderr
+    r = judge.run_code("class E(Exception):\n    def __str__(self):\n        raise ValueError\nraise E")
+    assert r.verdict == "runtime_error" and r.stderr.endswith("E: <exception str() failed>\n")
+
+
+def test_forked_image_holds_no_module_only_the_judge_would_need(judge):
+    """Every module in the warden is in the image each stdio test forks (0.1 ms per MB per test,
+    docs/judge/suite.md): the judge's own needs pull in none of ``ast`` (literals parse through ``_ast``),
+    ``traceback`` (imported on error paths only) or ``base64``, while what programs commonly import is preloaded."""
+    r = judge.run_code("import sys\nprint(*[m in sys.modules for m in ('ast', 'traceback', 'base64', 'tokenize', "
+                       "'collections', 'typing', 'heapq')])")
+    assert r.stdout.split() == ["False"] * 4 + ["True"] * 3
+    r = judge.run_code("import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n")
+    assert r.verdict == "accepted" and r.stderr.endswith("ZeroDivisionError: division by zero\n")
+
+
 def test_judge_many_preserves_order(judge):
     p = sum_problem()
     codes = [SUM, "print(0)", SUM, "raise SystemExit(1)"]

@@ -22,14 +22,14 @@ Records: see :mod:`proc` and :mod:`calls`.
 """
 
 import atexit
-import base64
+import binascii
 import builtins
 import json
 import os
 import resource
 import signal
+import sys
 import time
-import traceback
 
 import calls
 import forkloop
@@ -51,6 +51,8 @@ def compile_code(code, name):
     try:
         return compile(code, name, "exec", dont_inherit=True), None
     except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        import traceback  # not in the warden's image (see warden.py): only a program that does not compile pays it
+
         return None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 
@@ -99,7 +101,11 @@ def _stdio_child(code_obj, chan):
     except SystemExit as exc:
         code = proc.exit_code(exc)
     except BaseException as exc:  # the program's own failure
-        traceback.print_exc()
+        try:  # what Python prints for an uncaught exception (in C: no traceback module), from the program's frame on
+            tb = exc.__traceback__.tb_next
+            sys.__excepthook__(type(exc), BaseException.with_traceback(exc, tb), tb)
+        except BaseException:  # the program's own stderr, broken by the program
+            pass
         kind, msg = proc.describe(exc)
         proc.flush()
         chan.put(e=kind, m=msg)
@@ -333,7 +339,7 @@ def handle_run(req, send, base_vm):
             return
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as fh:
-            fh.write(base64.b64decode(b64))
+            fh.write(binascii.a2b_base64(b64))
     native = None
     if req.get("native"):
         native, err = build_native(req)
@@ -387,6 +393,8 @@ def main(rid, req_fd, resp_fd, base_vm):
         pass
     except BaseException as exc:  # a runner bug: reported, the host treats it as infrastructure
         try:
+            import traceback
+
             send({"t": "error", "msg": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-2000:]})
         except OSError:
             pass
