@@ -2,8 +2,8 @@
 
 Standard library only (inside the sandbox). It reads ONE request frame from the host on its request pipe and answers
 with frames on its response pipe, each carrying the request id; it never sees expected outputs. It compiles the
-code (or builds a native program in ``/tmp/build``) and runs every test in a child of its own (:mod:`proc`,
-:mod:`calls`; stdio tests up to :data:`BATCH` at a time through the compiled loop when it is loaded,
+code or builds a native program (:mod:`build`) and runs every test in a child of its own (:mod:`proc`, :mod:`calls`;
+stdio tests up to :data:`BATCH` at a time through the compiled loop when it is loaded,
 :func:`run_stdio_tests`). Its heap is the warden's, which never held submission data, so nothing of an earlier
 submission is in it; as it ends it kills every other process and wipes every writable place (:mod:`wipe`).
 
@@ -26,71 +26,23 @@ import binascii
 import builtins
 import json
 import os
-import resource
 import signal
 import sys
 import time
 
+import build
 import calls
 import forkloop
 import proc
 import wipe
 import wire
 
-BUILD = "/tmp/build"
 FLUSH_BYTES = 1 << 20
 BATCH = 64  # stdio tests per call of the compiled loop (each keeps 3 fds open until its record is built)
 # one record's JSON must fit the host's frame cap (wire.FRAME_CAP, the host's FRAME_CAP) with the frame's own fields;
 # json.dumps writes one character as at most 12 bytes (a non-BMP character as two 6-byte \u escapes), so a record of
 # fewer characters than RECORD_CAP // 12 fits without measuring
 RECORD_CAP = wire.FRAME_CAP - (1 << 16)
-
-
-def compile_code(code, name):
-    """(code object, None) or (None, the compiler's one-line error)."""
-    try:
-        return compile(code, name, "exec", dont_inherit=True), None
-    except (SyntaxError, ValueError, OverflowError, RecursionError, MemoryError) as exc:
-        import traceback  # not in the warden's image (see warden.py): only a program that does not compile pays it
-
-        return None, "".join(traceback.format_exception_only(type(exc), exc)).strip()
-
-
-def build_native(req):
-    """Write the source to /tmp/build and compile it once (compile errors are the program's fault).
-    Returns (native, error)."""
-    import shutil  # not in the warden's image (see wipe.remove_tree)
-    import subprocess
-
-    lang = req["native"]
-    shutil.rmtree(BUILD, ignore_errors=True)
-    os.makedirs(BUILD)
-    with open(os.path.join(BUILD, lang["source"]), "w", encoding="utf-8") as fh:
-        fh.write(req["code"])
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", **lang.get("env", {})}
-    if lang.get("compile"):
-
-        def limits():
-            resource.setrlimit(resource.RLIMIT_AS, (4 << 30,) * 2)
-            resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20,) * 2)
-
-        try:
-            done = subprocess.run(
-                lang["compile"], cwd=BUILD, env=env, capture_output=True,
-                timeout=float(lang.get("compile_timeout_s", 30)), preexec_fn=limits,
-            )
-        except subprocess.TimeoutExpired:
-            return None, "compilation timed out"
-        except OSError as exc:
-            return None, f"compiler not runnable: {exc}"
-        finally:
-            proc.kill_all()
-        if done.returncode != 0:
-            return None, (done.stderr or done.stdout).decode("utf-8", "replace")[-4000:] or "compilation failed"
-    mem = int(req.get("memory_limit_mb") or 1024)
-    argv = [a.replace("{mem}", str(mem)).replace("{build}", BUILD) for a in lang["run"]]
-    argv[0] = os.path.join(BUILD, argv[0][2:]) if argv[0].startswith("./") else shutil.which(argv[0], path=env["PATH"])
-    return {"argv": argv, "env": env, "as_limit": bool(lang.get("as_limit", True))}, None
 
 
 def _stdio_child(code_obj, chan):
@@ -119,14 +71,6 @@ def _stdio_child(code_obj, chan):
     os._exit(code)
 
 
-def _native_child(argv, env):
-    try:
-        os.execve(argv[0], argv, env)
-    except OSError as exc:
-        os.write(2, f"cannot exec {argv[0]}: {exc}\n".encode())
-    os._exit(127)
-
-
 def _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native, add_newline):
     """(stdin bytes, limits, base_vm, target(chan)) of one stdio test."""
     if add_newline and stdin and not stdin.endswith("\n"):
@@ -137,7 +81,7 @@ def _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, nat
     else:
         limits["as_limit"] = native["as_limit"]
         base_vm = 16 << 20
-        target = lambda chan: _native_child(native["argv"], native["env"])  # noqa: E731
+        target = lambda chan: build.native_child(native["argv"], native["env"])  # noqa: E731
     return stdin.encode("utf-8", "surrogateescape"), limits, base_vm, target
 
 
@@ -252,16 +196,16 @@ def handle_batch(req, send, recv, base_vm):
         if any(t["kind"] != "stdio" for t in req["tests"]) or req.get("interactive"):
             send({"t": "compile_error", "msg": "only stdin/stdout tests are supported for compiled languages"})
             return
-        native, err = build_native(req)
+        native, err = build.build_native(req)
         code_obj = None
     else:
-        code_obj, err = compile_code(req["code"], "<solution>")
+        code_obj, err = build.compile_code(req["code"], "<solution>")
     if err is not None:
         send({"t": "compile_error", "msg": err})
         return
     setup_obj = None
     if req.get("test_setup"):
-        setup_obj, err = compile_code(req["test_setup"], "<test_setup>")
+        setup_obj, err = build.compile_code(req["test_setup"], "<test_setup>")
         if err is not None:
             setup_obj = None
     mem, outmb = int(req["memory_limit_mb"]), int(req.get("output_limit_mb", 16))
@@ -342,13 +286,13 @@ def handle_run(req, send, base_vm):
             fh.write(binascii.a2b_base64(b64))
     native = None
     if req.get("native"):
-        native, err = build_native(req)
+        native, err = build.build_native(req)
         if err is not None:
             send({"t": "compile_error", "msg": err})
             return
         code_obj = None
     else:
-        code_obj, err = compile_code(req["code"], "<string>")
+        code_obj, err = build.compile_code(req["code"], "<string>")
         if err is not None:
             rec = {"status": "ok", "exit_code": 1, "stdout": "", "stderr": err, "wall_s": 0.0, "cpu_s": 0.0}
             send({"t": "result", "rec": rec})
