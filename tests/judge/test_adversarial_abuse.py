@@ -29,8 +29,8 @@ def _settled_mem(baseline: float, timeout_s: float = 5.0) -> float:
 
 @pytest.mark.parametrize(("h", "target"), cases(PROGRAMS))
 def test_abuse_is_contained(judge, h, target):
-    if h.name in NEED_CGROUP and detect().name == "none":
-        pytest.skip(f"only a cgroup bounds several processes together, and none is available here: {detect().reason}")
+    if h.name in NEED_CGROUP and (mode := detect()).name == "none":
+        pytest.skip(f"only a cgroup bounds several processes together, and none is available here: {mode.reason}")
     before = mem_available_mb()
     res, _ = judge_hostile(judge, h, target)
     assert res.verdict in OK_VERDICTS, f"{h.name} ({h.attempt}): {describe(res)}"
