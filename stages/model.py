@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Literal
 
 import click
 from pydantic import Field
@@ -27,7 +28,8 @@ from rlvr.stage import Params, Result, option, stage
 
 
 class ModelParams(Section):
-    """``model`` section: ``name`` (``tiny`` or a Hub id/path); the other fields size the tiny model only."""
+    """``model`` section: ``name`` (``tiny`` or a Hub id/path); the other fields size the locally built random-init
+    model only (:func:`rlvr.model.build_tiny_model`; a 7B-shaped one in ``profiles/qwen7b_*.yaml``)."""
 
     name: str = "tiny"
     seed: int = 0
@@ -39,6 +41,11 @@ class ModelParams(Section):
     intermediate_size: int = Field(default=256, ge=8)
     max_position_embeddings: int = Field(default=4096, ge=256)
     corpus_solutions: int = Field(default=1, ge=0)
+    vocab_rows: int | None = Field(default=None, ge=300)
+    tie_word_embeddings: bool = True
+    rope_theta: float | None = Field(default=None, gt=0)
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    init_device: Literal["cpu", "cuda", "auto"] = "cpu"
 
 
 def corpus(problems_dir: Path, solutions: int) -> list[str]:
@@ -61,7 +68,9 @@ def main(params: Params, problems_dir: Path, out: Path) -> Result:
     if cfg.name == "tiny":
         build_tiny_model(out, corpus(problems_dir, cfg.corpus_solutions), seed=cfg.seed, vocab_size=cfg.vocab_size,
                          hidden_size=cfg.hidden_size, layers=cfg.layers, heads=cfg.heads, kv_heads=cfg.kv_heads,
-                         intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.max_position_embeddings)
+                         intermediate_size=cfg.intermediate_size, max_position_embeddings=cfg.max_position_embeddings,
+                         vocab_rows=cfg.vocab_rows, tie_word_embeddings=cfg.tie_word_embeddings,
+                         rope_theta=cfg.rope_theta, dtype=cfg.dtype, init_device=cfg.init_device)
     else:
         with atomic_dir(out) as tmp:
             (tmp / MODEL_REF_FILE).write_text(json.dumps({"name": cfg.name}) + "\n", encoding="utf-8")

@@ -25,17 +25,22 @@ from rlvr.train.local.sft import SFTParams, build_sft_set, run_sft
 def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: list, judge: Any, out_model: Path,
               curves: Path) -> dict[str, Any]:
     """SFT on verl: the judge-verified SFT parquet, then ``torchrun -m verl.trainer.sft_trainer``."""
+    from transformers import AutoTokenizer
+
     from rlvr.model import resolve_model_ref
-    from rlvr.train.verl.data import write_sft_parquet
+    from rlvr.train.verl.data import filter_by_length, write_sft_parquet
     from rlvr.train.verl.launch import run_sft_verl
     from rlvr.train.verl.overrides import VerlParams
 
     vcfg = params.section("verl", VerlParams)
     model_path = vcfg.model or resolve_model_ref(model_dir)
     rdir = run_dir("sft", {"engine": "verl", "sft": cfg.model_dump(), "verl": vcfg.model_dump()}, model_path)
+    tok = AutoTokenizer.from_pretrained(model_path)
     pairs, stats = build_sft_set(train, judge, cfg.solutions_per_problem)
+    pairs, stats["length"] = filter_by_length(pairs, tok, vcfg.sft_max_length)
     write_sft_parquet(pairs, rdir / "sft_train.parquet")
     val_pairs, _ = build_sft_set(dev, judge, cfg.solutions_per_problem)
+    val_pairs, _ = filter_by_length(val_pairs, tok, vcfg.sft_max_length)
     val = rdir / "sft_val.parquet" if val_pairs else None
     if val is not None:
         write_sft_parquet(val_pairs, val)

@@ -108,10 +108,11 @@ def requires(wheel: Path, extras: set[str]) -> list[Requirement]:
     return out
 
 
-def resolve(dest: Path, have: set[str]) -> list[tuple[str, str, Path]]:
-    """Walk the requirements from :data:`TOP`; returns ``(name, version, wheel)`` for every carried wheel."""
+def resolve(dest: Path, have: set[str], top: list[str] | None = None) -> list[tuple[str, str, Path]]:
+    """Walk the requirements from ``top`` (default :data:`TOP`); returns ``(name, version, wheel)`` for every
+    carried wheel."""
     dest.mkdir(parents=True, exist_ok=True)
-    todo = [Requirement(r) for r in TOP]
+    todo = [Requirement(r) for r in (top or TOP)]
     done: dict[str, tuple[str, str, Path]] = {}
     extras_done: dict[str, set[str]] = {}
     while todo:
@@ -149,8 +150,15 @@ def main() -> None:
     ap.add_argument("--dest", type=Path, default=Path(".whl"))
     ap.add_argument("--machine", type=Path, default=Path(__file__).with_name("machine_pkgs.txt"))
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("wheels.txt"))
+    ap.add_argument("--top", nargs="*", help="top requirements instead of TOP (e.g. dvc==3.67.1 for dvc_wheels.txt)")
+    ap.add_argument("--have-lock", type=Path, action="append", default=[],
+                    help="a lock whose packages count as present (e.g. wheels.txt when resolving dvc_wheels.txt)")
     a = ap.parse_args()
-    rows = resolve(a.dest, machine_packages(a.machine))
+    have = machine_packages(a.machine)
+    for lock in a.have_lock:
+        have |= {canonicalize_name(ln.split()[0]) for ln in lock.read_text(encoding="utf-8").splitlines()
+                 if ln.strip() and not ln.startswith("#")}
+    rows = resolve(a.dest, have, a.top)
     lines = [f"{n} {v} {sha256(w)} {w.name}" for n, v, w in rows]
     a.out.write_text("# name version sha256 filename (bench/gpu/resolve.py)\n" + "\n".join(lines) + "\n",
                      encoding="utf-8")

@@ -36,14 +36,20 @@ PY=python3
 part() {  # part NAME COMMAND...: run, time, sample GPU memory, record
   local name="$1"; shift
   local log="$RES/logs/$name.log" mem="$RES/logs/$name.mem"
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$mem" 2>/dev/null & local smi=$!
+  nvidia-smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 500 > "$mem" 2>/dev/null & local smi=$!
   local t0; t0=$(date +%s%3N)
   echo "== $name: $*" | tee "$log"
   timeout "$PART_TIMEOUT_S" bash -c '"$@"' _ "$@" >> "$log" 2>&1; local rc=$?
   local t1; t1=$(date +%s%3N); local wall; wall=$(python3 -c "print(($t1 - $t0) / 1000)")
   kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
-  local peak; peak=$(sort -n "$mem" | tail -1)
-  echo "{\"part\": \"$name\", \"rc\": $rc, \"wall_s\": $wall, \"peak_gpu_mib\": ${peak:-null}}" \
+  # per GPU: the largest memory.used sample of each index (whole device: every process on it, nvidia-smi's view)
+  local per; per=$(python3 -c "import sys,json,collections; d=collections.defaultdict(int)
+for ln in open(sys.argv[1]):
+    p=[x.strip() for x in ln.split(',')]
+    if len(p)==2 and p[1].isdigit(): d[p[0]]=max(d[p[0]],int(p[1]))
+print(json.dumps({k:d[k] for k in sorted(d)}))" "$mem")
+  local peak; peak=$(python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(max(d.values()) if d else 'null')" "$per")
+  echo "{\"part\": \"$name\", \"rc\": $rc, \"wall_s\": $wall, \"peak_gpu_mib\": ${peak:-null}, \"peak_gpu_mib_per_gpu\": $per}" \
     >> "$RES/parts.jsonl"
   echo "== $name: rc=$rc, $wall s, peak ${peak:-?} MiB"; tail -n 25 "$log"
 }
@@ -98,6 +104,16 @@ run_part() {
     big_repair) need_big
       part big_repair $PY stages/repair.py --params params.big.yaml --model models/big --out-model models/big_repair \
         --out-dir data/big_repair --metrics metrics/big_repair.json --curves metrics/big_repair/curves.tsv ;;
+    # the 7B recipe (profiles/lent/qwen7b_random_2xh100.yaml via params.7b.yaml): random-init Qwen2.5-Coder-7B shapes
+    s7_model) part s7_model $PY stages/model.py --params params.7b.yaml --out models/base7b ;;
+    s7_sft) part s7_sft $PY stages/sft.py --params params.7b.yaml --model models/base7b --out-model models/sft7b \
+      --metrics metrics/s7_sft.json --curves metrics/s7_sft/curves.tsv --eval-metrics metrics/s7_eval_sft.json \
+      --eval-dir data/eval/s7_sft ;;
+    s7_grpo) part s7_grpo $PY stages/grpo.py --params params.7b.yaml --seed 1 --model "${GRPO7_MODEL:-models/sft7b}" \
+      --out-root models/s7_grpo --metrics-root metrics/s7_grpo --eval-root metrics/s7_eval --eval-dir data/eval/s7_grpo ;;
+    s7_repair) part s7_repair $PY stages/repair.py --params params.7b.yaml --model models/s7_grpo/seed-1 \
+      --out-model models/s7_repair --out-dir data/s7_repair --metrics metrics/s7_repair.json \
+      --curves metrics/s7_repair/curves.tsv ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }

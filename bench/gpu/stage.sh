@@ -60,8 +60,9 @@ install)
   grep -v '^#' "$HERE/wheels.txt" | while read -r name version sha file; do
     echo "$sha  $file"
   done | sha256sum -c --quiet
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" \
-    $(grep -v '^#' "$HERE/wheels.txt" | awk '{print $4}')
+  # sdists (locked as such, never as a wheel built elsewhere: fetch.py) build here offline with the machine's setuptools
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --no-build-isolation --upgrade \
+    --target "$SITE" $(grep -v '^#' "$HERE/wheels.txt" | awk '{print $4}')
   echo "installed $(grep -vc '^#' "$HERE/wheels.txt") wheels into $SITE"
   ;;
 *) echo "unknown command $cmd" >&2; exit 2 ;;

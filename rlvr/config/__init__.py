@@ -60,8 +60,11 @@ class RuntimeSettings(BaseSettings):
     forkloop: bool = True
 
 
-def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
-    """Read the whole ``params.yaml`` as a dict. Raises :class:`ConfigError` if missing or not a mapping."""
+def load_params(path: str | Path = "params.yaml", *, raw: bool = False) -> dict[str, Any]:
+    """Read the whole ``params.yaml`` as a dict, with the selected scale profile merged in
+    (:func:`rlvr.config.profiles.apply_profile`; ``raw=True``: the file as written).
+
+    Raises :class:`ConfigError` if the file is missing or not a mapping, or the profile is invalid/incomplete."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: params file not found")
@@ -71,7 +74,14 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
         raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping")
-    return data
+    if raw:
+        return data
+    from rlvr.config.profiles import ProfileError, apply_profile
+
+    try:
+        return apply_profile(data, p)
+    except ProfileError as exc:
+        raise ConfigError(f"{p}: profile: {exc}") from exc
 
 
 def load_section(name: str, model: type[S], path: str | Path = "params.yaml") -> S:

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, model_validator
 
 from rlvr.config import ConfigError, Section
@@ -153,5 +152,7 @@ def check_tuning_stages(params: Mapping[str, Any], tuning_stages: Sequence[str])
 
 
 def load_params(path: str | Path) -> dict[str, Any]:
-    """The whole ``params.yaml`` as a dict (for roles and the tuning-stage check)."""
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    """The whole ``params.yaml`` as a dict, the scale profile merged in (for roles and the tuning-stage check)."""
+    from rlvr.config import load_params as _load
+
+    return _load(path)

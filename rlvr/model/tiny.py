@@ -90,6 +90,11 @@ def build_tiny_model(
     kv_heads: int = 2,
     intermediate_size: int = 256,
     max_position_embeddings: int = 4096,
+    vocab_rows: int | None = None,
+    tie_word_embeddings: bool = True,
+    rope_theta: float | None = None,
+    dtype: str = "float32",
+    init_device: str = "cpu",
 ) -> Path:
     """Build and save a random-init tiny ``Qwen2ForCausalLM`` plus its trained tokenizer into ``out_dir``.
 
@@ -99,8 +104,17 @@ def build_tiny_model(
     ``vocab_size`` on a small corpus). ``generation_config.json`` is written explicitly (eos = ``<|im_end|>``, pad =
     ``<|endoftext|>``, greedy by default) so no library default leaks into generation.
 
+    Real-architecture stand-ins (e.g. Qwen2.5-Coder-7B's shapes with random weights, ``profiles/qwen7b_*.yaml``):
+    ``vocab_rows`` pads the embedding/LM-head rows past the tokenizer's size (Qwen2.5-7B: 152,064 rows for ~151.6 k
+    tokens; ``None`` = the tokenizer's size), ``tie_word_embeddings`` false unties the LM head (7B), ``rope_theta``
+    the RoPE base (``None``: the library's default), ``dtype`` the stored weights' dtype (``float32`` |
+    ``bfloat16``), ``init_device`` where the weights are drawn (``cpu`` | ``cuda`` | ``auto`` = cuda when available:
+    a 7.6 B-parameter draw takes minutes on CPU).
+    Byte-identical files for the same inputs hold per device kind (the CUDA generator differs from the CPU one).
+
     The directory is published atomically (:func:`rlvr.io.atomic_dir`). Returns ``Path(out_dir)``.
-    Raises ``ValueError`` on inconsistent head counts.
+    Raises ``ValueError`` on inconsistent head counts, ``vocab_rows`` below the tokenizer's size, or an unknown
+    ``dtype``/``init_device``.
     """
     import torch
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
@@ -109,24 +123,39 @@ def build_tiny_model(
 
     if hidden_size % heads or heads % kv_heads:
         raise ValueError(f"hidden_size={hidden_size}, heads={heads}, kv_heads={kv_heads}: need divisibility")
+    if dtype not in ("float32", "bfloat16"):
+        raise ValueError(f"dtype={dtype!r}: expected float32 or bfloat16")
+    if init_device not in ("cpu", "cuda", "auto"):
+        raise ValueError(f"init_device={init_device!r}: expected cpu, cuda or auto")
     tokenizer = build_tokenizer(corpus_texts, vocab_size=vocab_size)
+    if vocab_rows is not None and vocab_rows < len(tokenizer):
+        raise ValueError(f"vocab_rows={vocab_rows} < the tokenizer's {len(tokenizer)} tokens")
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     config = Qwen2Config(
-        vocab_size=len(tokenizer),
+        vocab_size=vocab_rows or len(tokenizer),
         hidden_size=hidden_size,
         intermediate_size=intermediate_size,
         num_hidden_layers=layers,
         num_attention_heads=heads,
         num_key_value_heads=kv_heads,
         max_position_embeddings=max_position_embeddings,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_word_embeddings,
+        **({} if rope_theta is None else {"rope_parameters": {"rope_type": "default", "rope_theta": rope_theta}}),
         bos_token_id=None,
         eos_token_id=ids["<|im_end|>"],
         pad_token_id=ids["<|endoftext|>"],
         use_cache=True,
     )
+    device = ("cuda" if torch.cuda.is_available() else "cpu") if init_device == "auto" else init_device
     torch.manual_seed(seed)
-    model = Qwen2ForCausalLM(config).eval()
+    torch_dtype = getattr(torch, dtype)
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch_dtype)  # draw in the stored dtype: a 7B in float32 is 30 GB of host memory
+    try:
+        with torch.device(device):
+            model = Qwen2ForCausalLM(config).eval()
+    finally:
+        torch.set_default_dtype(default)
     model.generation_config = GenerationConfig(
         eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],
         pad_token_id=ids["<|endoftext|>"],

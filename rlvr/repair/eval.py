@@ -50,7 +50,10 @@ class RepairParams(EnvConfig, BackendParams):
     ``backend``: hf | openai | vllm | samples; ``model``: model folder or Hub id, ``None`` = the last trained model
     (:func:`default_model`). ``sampling``: explicit, greedy by default. hf: ``batch_size``; the other backend
     settings: :class:`rlvr.eval.backend.BackendParams`. ``train``: the repair training (:class:`rlvr.train.local.repair.
-    RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training)."""
+    RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training). ``turn_tokens``: tokens
+    per assistant turn under the verl engine (``None``: ``verl.max_response_length`` covers the whole episode); the
+    episode budget (verl ``data.max_response_length``) is then ``turns x turn_tokens`` plus ``turns - 1`` tool answers
+    of at most ``feedback_chars`` characters each (a token is at least one character)."""
 
     datasets: list[DatasetSelection]
     backend: Literal["hf", "openai", "vllm", "samples"] = "hf"
@@ -58,6 +61,7 @@ class RepairParams(EnvConfig, BackendParams):
     sampling: SamplingParams = SamplingParams(max_new_tokens=512)
     batch_size: int = Field(default=8, ge=1)
     train: RepairTrainParams = Field(default_factory=RepairTrainParams)
+    turn_tokens: int | None = Field(default=None, gt=0)
 
     def env(self) -> EnvConfig:
         """The :class:`EnvConfig` part of this section."""

@@ -302,6 +302,9 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.train.verl.overrides import VerlParams, grpo_command, grpo_overrides, load_profile, write_overrides
 
     vcfg = load_section("verl", VerlParams, params_path)
+    if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
+        budget = cfg.turns * cfg.turn_tokens + (cfg.turns - 1) * cfg.feedback_chars
+        vcfg = vcfg.model_copy(update={"max_response_length": budget})
     env = cfg.env()
     run = run_dir("repair", {"engine": "verl", "train": cfg.train.model_dump(), "env": env.model_dump(mode="json"),
                              "verl": vcfg.model_dump()}, model_path)
@@ -316,11 +319,13 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
+        section="repair.train",
     ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
-    vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())},
-                   runner=runner)
+    hw = load_profile(vcfg.profile)
+    vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
+                                    "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
     rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)

@@ -74,3 +74,29 @@ def test_resolve_model_ref(tmp_path):
     (tmp_path / "model.json").write_text("{}")
     with pytest.raises(ValueError, match="name"):
         resolve_model_ref(tmp_path)
+
+
+def test_real_architecture_stand_in_pads_rows_unties_head_and_stores_bf16(tmp_path):
+    """The 7B profiles' random-init stand-in: embedding rows past the tokenizer (Qwen2.5-7B: 152,064), untied head,
+    RoPE base, bf16 weights; a row count below the tokenizer's is an error."""
+    import json
+
+    import pytest
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rlvr.model.tiny import build_tiny_model
+
+    corpus = ["def f(x):\n    return x + 1\n", "Read a number and print it."] * 30
+    out = build_tiny_model(tmp_path / "m", corpus, vocab_size=400, hidden_size=32, layers=1, heads=2, kv_heads=1,
+                           intermediate_size=64, vocab_rows=512, tie_word_embeddings=False, rope_theta=1e6,
+                           dtype="bfloat16")
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["vocab_size"] == 512 and cfg["tie_word_embeddings"] is False
+    assert cfg["rope_parameters"]["rope_theta"] == 1e6
+    model = AutoModelForCausalLM.from_pretrained(out)
+    assert model.dtype == torch.bfloat16 and model.lm_head.weight.shape == (512, 32)
+    assert model.lm_head.weight.data_ptr() != model.model.embed_tokens.weight.data_ptr()
+    with pytest.raises(ValueError, match="vocab_rows=257 < the tokenizer"):
+        build_tiny_model(tmp_path / "n", corpus, vocab_size=400, hidden_size=32, layers=1, heads=2, kv_heads=1,
+                         intermediate_size=64, vocab_rows=257)

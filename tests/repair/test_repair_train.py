@@ -139,7 +139,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
 
     monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
     params = tmp_path / "params.yaml"
-    params.write_text(f"verl: {{profile: {ROOT / 'profiles' / 'verl_8xh100_qwen7b.yaml'}, train_batch_size: 16, "
+    params.write_text(f"verl: {{profile: {ROOT / 'profiles' / 'qwen7b_8xh100.yaml'}, train_batch_size: 16, "
                       "ppo_mini_batch_size: 8}\n")
     cfg = RepairParams(datasets=[], turns=3, turn_penalty=0.1,
                        train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8))

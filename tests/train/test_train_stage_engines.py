@@ -15,7 +15,7 @@ from train_fixtures import FakeJudge, small_family
 from rlvr.data.schema import write_problems
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = ROOT / "profiles" / "verl_8xh100_qwen7b.yaml"
+PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"
 
 
 def _stage(name):
@@ -74,10 +74,15 @@ def test_grpo_stage_verl_writes_overrides(env, monkeypatch):
 
 def test_sft_stage_verl_writes_parquet_and_overrides(env, monkeypatch):
     import pyarrow.parquet as pq
+    import transformers
+
+    from rlvr.model.tiny import build_tokenizer
 
     mod = _stage("sft")
     runner = FakeRunner({1: {"train/loss": 1.0}, 2: {"train/loss": 0.5}}, role=None)
     _patch(monkeypatch, mod, "run_sft_verl", runner)
+    tok = build_tokenizer(["print(int(input()) + 1)", "Read a number and print it"] * 20, vocab_size=400)
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: tok)
     res = CliRunner().invoke(mod.main, ["--problems-dir", "problems", "--model", "Qwen/X"])
     assert res.exit_code == 0, res.output
     assert "verl.trainer.sft_trainer" in (env / "models/sft/verl_overrides.txt").read_text() or any(
@@ -86,6 +91,7 @@ def test_sft_stage_verl_writes_parquet_and_overrides(env, monkeypatch):
     assert m["engine"] == "verl" and m["sft_set"]["accepted"] == 12  # the 12 train references of the small family
     parquet = next((env / "cache/train/sft").glob("*/sft_train.parquet"))
     assert pq.read_table(parquet).num_rows == 12
+    assert m["sft_set"]["length"]["dropped_over_length"] == 0 and m["sft_set"]["length"]["rows_kept"] == 12
     assert (env / "metrics/eval_sft.json").is_file()
 
 

@@ -9,7 +9,7 @@ from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
 from rlvr.train.verl.overrides import VerlParams, grpo_overrides, load_profile, sft_overrides
 
-PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "verl_8xh100_qwen7b.yaml"
+PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "qwen7b_8xh100.yaml"
 
 
 def _grpo(tmp_path: Path, verl: VerlParams | None = None, model_path: str = "Qwen/Qwen2.5-Coder-7B-Instruct"):

@@ -18,7 +18,7 @@ from rlvr.train.verl.merge import latest_checkpoint, merge_command
 from rlvr.train.verl.overrides import VerlParams
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = ROOT / "profiles" / "verl_8xh100_qwen7b.yaml"
+PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"
 
 
 def _file_log(path: str, steps: dict[int, dict]) -> None:
@@ -186,3 +186,17 @@ def test_read_file_logs_merges_lines_and_reports_bad_lines(tmp_path):
         vlogs.read_file_logs([q])
     rows = vlogs.grpo_rows({0: {"val-core/x/acc/mean@1": 0.1}, 1: {"critic/score/mean": 0.5}}, reward_mode="dense")
     assert [r["step"] for r in rows] == [1] and rows[0]["pass_ratio"] == 0.5 and rows[0]["kl"] is None
+
+
+def test_sft_launch_drops_the_ray_noset_variable_and_grpo_sets_it_on_several_gpus(monkeypatch):
+    """torchrun ranks have no Ray accelerator ids: verl SFT died with IndexError on the lent 2 x H100 when the
+    variable leaked into its environment; verl GRPO on 2 GPUs needs it (NCCL 'Duplicate GPU detected')."""
+    from rlvr.train.verl.launch import NOSET_CUDA_VISIBLE_DEVICES, launch, ray_env
+
+    monkeypatch.setenv(NOSET_CUDA_VISIBLE_DEVICES, "1")
+    seen = {}
+    launch(["x"], [], {"A": "1"}, runner=lambda argv, env, cwd, check: seen.update(env),
+           unset=(NOSET_CUDA_VISIBLE_DEVICES,))
+    assert NOSET_CUDA_VISIBLE_DEVICES not in seen and seen["A"] == "1"
+    assert NOSET_CUDA_VISIBLE_DEVICES not in ray_env(n_gpus=1)
+    assert ray_env(n_gpus=2)[NOSET_CUDA_VISIBLE_DEVICES] == "1"

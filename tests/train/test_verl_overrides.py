@@ -27,7 +27,7 @@ from rlvr.train.verl.overrides import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-PROFILE = ROOT / "profiles" / "verl_8xh100_qwen7b.yaml"
+PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"
 
 
 def compose(config_name: str, overrides: list[str]):

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from rlvr.config import Section
 from rlvr.data.manifests import read_jsonl
 from rlvr.data.prompts import build_messages
 from rlvr.data.schema import Problem
@@ -62,6 +63,16 @@ DPO_CURVES = {
 }
 
 
+class DPOLaunch(Section):
+    """``dpo.launch``: ``processes`` (1 = in the stage's own process; N = one per GPU through ``accelerate launch``)
+    and ``mode``: ``ddp`` (data parallel; each GPU holds the whole model: with LoRA a 7B is one 15 GB bf16 copy, the
+    reference being the same weights with the adapter off) or ``fsdp`` (full-parameter, sharded, FSDP2 through
+    accelerate; the reference model is sharded too)."""
+
+    processes: int = Field(1, ge=1)
+    mode: Literal["ddp", "fsdp"] = "ddp"
+
+
 class DPOParams(OptimParams):
     """``params.yaml`` section ``dpo`` (optimiser fields: :class:`rlvr.train.local.common.OptimParams`).
 
@@ -73,6 +84,8 @@ class DPOParams(OptimParams):
         max_pairs_per_problem: cap of mined pairs per problem.
         max_problems: mine on at most this many training problems (seeded choice; 0 = all).
         dataset_pairs: add reference-vs-incorrect pairs where the dataset has incorrect solutions.
+        launch: how the TRL training runs (:class:`DPOLaunch`): one process (default). One process per GPU
+            (``accelerate launch``) is the 7B profiles' setting but not implemented yet: ``processes > 1`` is an error.
     """
 
     learning_rate: float = Field(5e-5, gt=0)
@@ -86,6 +99,7 @@ class DPOParams(OptimParams):
     max_pairs_per_problem: int = Field(2, gt=0)
     max_problems: int = Field(0, ge=0)
     dataset_pairs: bool = True
+    launch: DPOLaunch = Field(default_factory=lambda: DPOLaunch())
 
 
 Judged = tuple[str, bool, float]  # (completion text, accepted, pass_ratio)
@@ -237,6 +251,11 @@ def run_dpo(
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
+    from rlvr.config import ConfigError
+
+    if cfg.launch.processes > 1:  # never silently train on one process what the profile asked to spread
+        raise ConfigError(f"dpo.launch.processes={cfg.launch.processes}: the multi-GPU DPO launch is not implemented "
+                          "yet; set dpo.launch.processes: 1 (or use LoRA on one GPU)")
     set_seed(cfg.seed)
     out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir,
                   problems=train_problems)

@@ -78,6 +78,7 @@ class GRPOParams(OptimParams):
     """
 
     learning_rate: float = Field(1e-5, gt=0)
+    lr_scheduler_type: str = "constant"  # verl's and the GRPO papers' default; verl has only constant | cosine
     num_generations: int = Field(8, ge=2)
     beta: float = Field(0.0, ge=0)
     entropy_coef: float = Field(0.0, ge=0)

@@ -53,6 +53,7 @@ class SFTParams(OptimParams):
     ``solutions_per_problem``: reference solutions per problem taken into the SFT set (before judging)."""
 
     solutions_per_problem: int = Field(1, gt=0)
+    lr_scheduler_type: str = "cosine"  # verl sft_trainer's default; verl has only constant | cosine
 
 
 def build_sft_set(

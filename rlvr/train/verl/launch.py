@@ -48,19 +48,31 @@ def launch(
     env: Mapping[str, str] | None = None,
     runner: Runner = subprocess.run,
     cwd: str | Path | None = None,
+    unset: Sequence[str] = (),
 ) -> Any:
-    """Run ``[*cmd, *overrides]`` with ``env`` laid over ``os.environ``; returns what ``runner`` returns.
+    """Run ``[*cmd, *overrides]`` with ``env`` laid over ``os.environ`` minus the names in ``unset``; returns what
+    ``runner`` returns.
 
     ``runner`` is called as ``runner(argv, env=…, cwd=…, check=True)`` (``subprocess.run``'s signature), so a
     failing trainer raises ``subprocess.CalledProcessError`` with its exit status."""
-    full_env = {**os.environ, **(env or {})}
+    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
     return runner([*cmd, *overrides], env=full_env, cwd=None if cwd is None else str(cwd), check=True)
 
 
-def ray_env(ray_address: str | None = None) -> dict[str, str]:
+# Ray leaves CUDA_VISIBLE_DEVICES alone and verl's workers pick their GPU from Ray's accelerator ids: on a 2-GPU
+# H100 host verl GRPO otherwise failed at FSDP init (NCCL "Duplicate GPU detected"). Under torchrun (verl SFT) the
+# same variable makes verl's worker ask Ray for accelerator ids it has none of (IndexError at engine build, seen on
+# the lent 2 x H100), so the SFT launch removes it.
+NOSET_CUDA_VISIBLE_DEVICES = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
+
+
+def ray_env(ray_address: str | None = None, n_gpus: int = 1) -> dict[str, str]:
     """Environment for a GRPO launch: ``RAY_ADDRESS`` = ``ray_address`` when given (an existing cluster),
-    ``WANDB_MODE=offline`` unless set, ``TOKENIZERS_PARALLELISM=true`` (verl's own default)."""
+    ``WANDB_MODE=offline`` unless set, ``TOKENIZERS_PARALLELISM=true`` (verl's own default), and
+    :data:`NOSET_CUDA_VISIBLE_DEVICES` ``=1`` when the run uses more than one GPU."""
     env = {"WANDB_MODE": os.environ.get("WANDB_MODE", "offline"), "TOKENIZERS_PARALLELISM": "true"}
+    if n_gpus > 1:
+        env[NOSET_CUDA_VISIBLE_DEVICES] = "1"
     if ray_address:
         env["RAY_ADDRESS"] = ray_address
     return env
@@ -118,7 +130,8 @@ def run_grpo_verl(
     )
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
-    env = {**ray_env(ray_address), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
+    env = {**ray_env(ray_address, profile.n_gpus_per_node * profile.nnodes),
+           "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
     if start_head and not ray_address:
         runner(["ray", "start", "--head", "--disable-usage-stats"], env={**os.environ, **env}, check=True)
         env["RAY_ADDRESS"] = "auto"
@@ -173,7 +186,7 @@ def run_sft_verl(
     cmd = sft_command(profile, python=python, rdzv_endpoint=rdzv_endpoint)
     write_overrides(run, cmd, overrides)
     env = {"WANDB_MODE": os.environ.get("WANDB_MODE", "offline"), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
-    launch(cmd, overrides, env, runner=runner)
+    launch(cmd, overrides, env, runner=runner, unset=(NOSET_CUDA_VISIBLE_DEVICES,))
     rows = vlogs.sft_rows(vlogs.read_file_logs([*old_logs, log_path]))
     vlogs.write_tsv(curves_path, rows, vlogs.SFT_COLUMNS)
     ckpt = _publish(ckpt_dir, out_model_dir, None, run, python, runner)

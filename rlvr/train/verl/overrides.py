@@ -45,9 +45,12 @@ __all__ = [
     "grpo_overrides",
     "load_profile",
     "local_or_id",
+    "resolve_attention",
     "save_freq_for",
+    "scheduler_for",
     "sft_command",
     "sft_overrides",
+    "steps_for",
     "write_overrides",
 ]
 
@@ -74,6 +77,48 @@ def epochs_for(total_epochs: int, total_training_steps: int | None) -> int:
     epoch) the run ended after the last batch with no checkpoint (seen on the H100: 2 of 5 GRPO steps). Every epoch
     has at least one step, so ``total_training_steps`` epochs always reach the step count."""
     return max(total_epochs, total_training_steps or 0)
+
+
+def resolve_attention(profile: VerlProfile, has_flash_attn: bool | None = None) -> tuple[str, bool]:
+    """``(attn_implementation, use_remove_padding)`` for a profile on this machine.
+
+    ``auto`` picks ``flash_attention_2`` when the ``flash_attn`` package is importable (``has_flash_attn``, default:
+    probed with ``importlib.util.find_spec``), else ``sdpa`` (PyTorch's fused attention; no flash-attn wheel exists for
+    torch 2.11 + CUDA 13). Padding removal follows flash-attn (verl's packed batches call its varlen kernels) unless
+    the profile fixes it. Raises :class:`ConfigError` for ``use_remove_padding: true`` without flash-attn."""
+    import importlib.util
+
+    if has_flash_attn is None:
+        has_flash_attn = importlib.util.find_spec("flash_attn") is not None
+    attn = profile.attn_implementation
+    if attn == "auto":
+        attn = "flash_attention_2" if has_flash_attn else "sdpa"
+    if attn == "flash_attention_2" and not has_flash_attn:
+        raise ConfigError("profile attn_implementation: flash_attention_2 but the flash_attn package is not installed "
+                          "(use auto or sdpa)")
+    rmpad = profile.use_remove_padding if profile.use_remove_padding is not None else attn == "flash_attention_2"
+    if rmpad and attn != "flash_attention_2":
+        raise ConfigError(f"profile use_remove_padding: true needs flash_attention_2 (attention is {attn})")
+    return attn, rmpad
+
+
+def steps_for(verl_steps: int | None, stage_steps: int | None, where: str) -> int | None:
+    """verl's ``trainer.total_training_steps``: ``verl.total_training_steps``, else the stage's ``max_steps`` (``<= 0``
+    = none, then epochs decide). Raises :class:`ConfigError` when both are set and differ: verl would silently
+    ignore the stage's value."""
+    stage = stage_steps if stage_steps is not None and stage_steps > 0 else None
+    if verl_steps is not None and stage is not None and verl_steps != stage:
+        raise ConfigError(f"{where}.max_steps={stage} and verl.total_training_steps={verl_steps} disagree; set one "
+                          "(verl trains verl.total_training_steps, or the stage's max_steps when that is null)")
+    return verl_steps if verl_steps is not None else stage
+
+
+def scheduler_for(kind: str, where: str) -> str:
+    """The stage's ``lr_scheduler_type`` as verl's ``optim.lr_scheduler_type``: ``constant`` or ``cosine`` (verl
+    0.9.1 has no other). Raises :class:`ConfigError` naming ``<where>.lr_scheduler_type`` otherwise."""
+    if kind not in ("constant", "cosine"):
+        raise ConfigError(f"{where}.lr_scheduler_type: {kind!r} is not available in verl (constant or cosine)")
+    return kind
 
 
 def save_freq_for(save_freq: int) -> int:
@@ -132,6 +177,7 @@ def grpo_overrides(
     rollout_data_dir: str | Path | None = None,
     reward_shaping: Mapping[str, Any] | None = None,
     judge_log_dir: str | Path | None = None,
+    section: str = "grpo",
 ) -> list[str]:
     """The Hydra overrides (``key=value`` strings, in order) for ``python -m verl.trainer.main_ppo`` running GRPO.
 
@@ -154,6 +200,7 @@ def grpo_overrides(
             depend on finding ``params.yaml``; ``None`` = let :mod:`rlvr.reward.verl` read ``params.yaml``.
         judge_log_dir: absolute folder for the per-sample judge log (``reward_kwargs.judge_log``, see
             :mod:`rlvr.reward.judge_log`), from which the curves' ``judge_s`` column is computed; ``None`` = no log.
+        section: the params section ``grpo`` came from (``grpo`` or ``repair.train``), named in errors.
 
     Raises:
         ConfigError: a value verl cannot express (``scale_rewards: batch``, unknown ``loss_type``,
@@ -176,10 +223,18 @@ def grpo_overrides(
             f"verl.train_batch_size*grpo.num_generations={verl.train_batch_size * grpo.num_generations} "
             f"must be divisible by the profile's {n_gpus} GPUs"
         )
+    if verl.ppo_mini_batch_size * grpo.num_generations % n_gpus:
+        raise ConfigError(
+            f"verl.ppo_mini_batch_size*{section}.num_generations={verl.ppo_mini_batch_size * grpo.num_generations} "
+            f"must be divisible by the profile's {n_gpus} GPUs"
+        )
     if n_gpus % profile.rollout_tp:
         raise ConfigError(f"profile rollout_tp={profile.rollout_tp} must divide the {n_gpus} GPUs")
     a = "actor_rollout_ref"
     use_kl = grpo.beta > 0
+    where = section
+    steps = steps_for(verl.total_training_steps, getattr(grpo, "max_steps", None), where)
+    attn, rmpad = resolve_attention(profile)
     pairs: list[tuple[str, Any]] = [
         ("algorithm.adv_estimator", "grpo"),
         ("algorithm.norm_adv_by_std_in_grpo", grpo.scale_rewards == "group"),
@@ -196,12 +251,13 @@ def grpo_overrides(
         ("data.seed", grpo.seed),
         (f"{a}.model.path", local_or_id(model_path)),
         (f"{a}.model.enable_gradient_checkpointing", profile.gradient_checkpointing),
-        (f"{a}.model.use_remove_padding", profile.use_remove_padding),
+        (f"{a}.model.use_remove_padding", rmpad),
+        (f"+{a}.model.override_config.attn_implementation", attn),
         (f"{a}.model.lora_rank", grpo.lora_r),
         (f"{a}.model.lora_alpha", grpo.lora_alpha),
         (f"{a}.actor.optim.lr", float(grpo.learning_rate)),
         (f"{a}.actor.optim.lr_warmup_steps_ratio", float(grpo.warmup_ratio)),
-        (f"{a}.actor.optim.lr_scheduler_type", verl.lr_scheduler_type),
+        (f"{a}.actor.optim.lr_scheduler_type", scheduler_for(grpo.lr_scheduler_type, where)),
         (f"{a}.actor.optim.weight_decay", float(grpo.weight_decay)),
         (f"{a}.actor.optim.clip_grad", float(grpo.max_grad_norm)),
         (f"{a}.actor.ppo_mini_batch_size", verl.ppo_mini_batch_size),
@@ -231,6 +287,9 @@ def grpo_overrides(
         (f"{a}.rollout.log_prob_micro_batch_size_per_gpu", profile.log_prob_micro_batch_size_per_gpu),
         (f"{a}.ref.log_prob_micro_batch_size_per_gpu", profile.log_prob_micro_batch_size_per_gpu),
         (f"{a}.ref.fsdp_config.param_offload", profile.ref_param_offload),
+        *([(f"{a}.rollout.log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu),
+           (f"{a}.ref.log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu)]
+          if profile.log_prob_max_token_len_per_gpu is not None else []),
         ("reward.num_workers", profile.reward_num_workers),
         ("reward.custom_reward_function.path", REWARD_FUNCTION_PATH),
         ("reward.custom_reward_function.name", verl.reward_function),
@@ -246,8 +305,8 @@ def grpo_overrides(
     pairs += [
         ("trainer.n_gpus_per_node", profile.n_gpus_per_node),
         ("trainer.nnodes", profile.nnodes),
-        ("trainer.total_epochs", epochs_for(verl.total_epochs, verl.total_training_steps)),
-        ("trainer.total_training_steps", verl.total_training_steps),
+        ("trainer.total_epochs", epochs_for(verl.total_epochs, steps)),
+        ("trainer.total_training_steps", steps),
         ("trainer.save_freq", save_freq_for(verl.save_freq)),
         ("trainer.test_freq", verl.test_freq),
         ("trainer.val_before_train", True),
@@ -288,6 +347,7 @@ def sft_overrides(
     if sft.max_steps is None or sft.max_steps <= 0:
         if float(sft.epochs) != int(sft.epochs):
             raise ConfigError(f"sft.epochs={sft.epochs}: verl needs whole epochs (or set sft.max_steps)")
+    attn, rmpad = resolve_attention(profile)
     pairs: list[tuple[str, Any]] = [
         ("data.train_files", str(train_files)),
         ("data.val_files", None if val_files is None else str(val_files)),
@@ -300,7 +360,8 @@ def sft_overrides(
         ("data.truncation", "error"),
         ("model.path", local_or_id(model_path)),
         ("model.enable_gradient_checkpointing", profile.gradient_checkpointing),
-        ("model.use_remove_padding", profile.use_remove_padding),
+        ("model.use_remove_padding", rmpad),
+        ("+model.override_config.attn_implementation", attn),
         ("model.lora_rank", sft.lora_r),
         ("model.lora_alpha", sft.lora_alpha),
         ("engine.param_offload", profile.param_offload),
@@ -308,7 +369,7 @@ def sft_overrides(
         ("engine.seed", sft.seed),
         ("optim.lr", float(sft.learning_rate)),
         ("optim.lr_warmup_steps_ratio", float(sft.warmup_ratio)),
-        ("optim.lr_scheduler_type", verl.lr_scheduler_type),
+        ("optim.lr_scheduler_type", scheduler_for(sft.lr_scheduler_type, "sft")),
         ("optim.weight_decay", float(sft.weight_decay)),
         ("optim.clip_grad", float(sft.max_grad_norm)),
         ("trainer.n_gpus_per_node", profile.n_gpus_per_node),

@@ -26,8 +26,16 @@ class VerlProfile(Section):
         n_gpus_per_node / nnodes [``trainer.*``].
         use_dynamic_bsz / ppo_max_token_len_per_gpu: token-packed micro batches [``a.actor.*``].
         ppo_micro_batch_size_per_gpu [``a.actor.*``]; log_prob_micro_batch_size_per_gpu [``a.rollout.*``,
-            ``a.ref.*``].
-        gradient_checkpointing [``a.model.enable_gradient_checkpointing``]; use_remove_padding [``a.model.*``].
+            ``a.ref.*``]; log_prob_max_token_len_per_gpu [``a.rollout.*``, ``a.ref.*``; ``None`` = verl's default,
+            ``ppo_max_token_len_per_gpu``]: tokens per log-prob micro batch. Each micro batch materialises fp32
+            logits of tokens x vocabulary (16,384 x 152,064 x 4 B = 10 GB for Qwen2.5-7B, twice over in the
+            log-softmax: the lent 2 x H100 run died on an 18 GB allocation there), so large vocabularies need it small.
+        gradient_checkpointing [``a.model.enable_gradient_checkpointing``].
+        attn_implementation [``+a.model.override_config.attn_implementation``; SFT ``+model.override_config.*``]:
+            ``auto`` = ``flash_attention_2`` where the ``flash_attn`` package is importable, else ``sdpa``
+            (:func:`rlvr.train.verl.overrides.resolve_attention`; the choice is logged and recorded in the stage's
+            metrics). use_remove_padding [``a.model.*``]: ``None`` = on exactly with flash-attn (packed,
+            padding-free batches need its varlen kernels); ``true`` with another backend is an error.
         param_offload / optimizer_offload [``a.actor.fsdp_config.*``]; ref_param_offload [``a.ref.fsdp_config.*``].
         rollout_tp [``a.rollout.tensor_model_parallel_size``]; gpu_memory_utilization (fraction of GPU memory vLLM
             may take) / max_num_batched_tokens / max_num_seqs [``a.rollout.*``].
@@ -43,8 +51,10 @@ class VerlProfile(Section):
     ppo_max_token_len_per_gpu: int = Field(16384, gt=0)
     ppo_micro_batch_size_per_gpu: int = Field(4, gt=0)
     log_prob_micro_batch_size_per_gpu: int = Field(8, gt=0)
+    log_prob_max_token_len_per_gpu: int | None = Field(None, gt=0)
     gradient_checkpointing: bool = True
-    use_remove_padding: bool = True
+    attn_implementation: Literal["auto", "sdpa", "flash_attention_2", "eager"] = "auto"
+    use_remove_padding: bool | None = None
     param_offload: bool = False
     optimizer_offload: bool = False
     ref_param_offload: bool = True
@@ -70,8 +80,10 @@ class VerlParams(Section):
             ``train_batch_size``.
         max_prompt_length / max_response_length: tokens [``data.*``]; longer prompts are filtered out.
         kl_loss_type: verl's KL estimator for the KL loss (``low_var_kl`` = Schulman's k3, as in GRPO).
-        lr_scheduler_type: ``constant`` | ``cosine`` (the only two verl 0.9.1 has).
-        total_epochs / total_training_steps: passes over the training prompts; steps (``None`` = from epochs).
+        total_epochs / total_training_steps: passes over the training prompts; steps (``None`` = the stage's
+            ``max_steps``: ``grpo.max_steps``, ``repair.train.max_steps``; both set and different is an error).
+        The learning-rate schedule is the stage's own ``lr_scheduler_type`` (``constant`` | ``cosine``, the only two
+        verl 0.9.1 has; any other is an error under verl).
         save_freq / test_freq: steps between checkpoints / validations (-1 = never; verl always saves the last step).
         max_ckpt_to_keep: checkpoints kept on disk (``None`` = all).
         reward_function: ``compute_score_async`` (awaited on the reward loop) or ``compute_score``.
@@ -84,14 +96,13 @@ class VerlParams(Section):
             per SFT sample [``data.max_length``].
     """
 
-    profile: str = "profiles/verl_8xh100_qwen7b.yaml"
+    profile: str = "profiles/qwen7b_8xh100.yaml"
     model: str | None = None
     train_batch_size: int = Field(128, gt=0)
     ppo_mini_batch_size: int = Field(32, gt=0)
     max_prompt_length: int = Field(1024, gt=0)
     max_response_length: int = Field(2048, gt=0)
     kl_loss_type: Literal["kl", "abs", "mse", "low_var_kl", "full"] = "low_var_kl"
-    lr_scheduler_type: Literal["constant", "cosine"] = "constant"
     total_epochs: int = Field(1, gt=0)
     total_training_steps: int | None = Field(None, gt=0)
     save_freq: int = 20
@@ -108,12 +119,22 @@ class VerlParams(Section):
 
 
 def load_profile(path: str | Path) -> VerlProfile:
-    """Read and validate a hardware recipe. Raises :class:`ConfigError` naming the file and field."""
+    """Read and validate a hardware recipe: a plain recipe file (the fields of :class:`VerlProfile` at top level), or
+    a scale profile (:mod:`rlvr.config.profiles`), whose ``hardware`` block (``base`` chain merged) is the recipe.
+
+    Raises :class:`ConfigError` naming the file and field."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"{p}: verl profile not found")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        if isinstance(data, dict) and ("hardware" in data or "params" in data or "base" in data):
+            from rlvr.config.profiles import ProfileError, load_scale_profile
+
+            try:
+                data = load_scale_profile(p)["hardware"]
+            except ProfileError as exc:
+                raise ConfigError(str(exc)) from exc
         return VerlProfile.model_validate(data)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p}: invalid YAML: {exc}") from exc

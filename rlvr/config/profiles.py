@@ -1,0 +1,155 @@
+"""Scale profiles: one file per scale (``profiles/*.yaml``), selected by the top-level ``profile`` param.
+
+``params.yaml`` holds the tiny CPU defaults (the embedded default that ``make repro`` runs). A scale profile sets every
+stage's hyperparameters for its scale, and the hardware recipe of the verl engine, so nothing tuned for the tiny model
+reaches a 7B run:
+
+.. code-block:: yaml
+
+    base: qwen7b_4xh100.yaml        # optional: another profile (path relative to this file), merged first
+    complete: true                  # default: every key of SCALE_KEYS must be set by the profile (or its base)
+    hardware: {n_gpus_per_node: 4, rollout_tp: 2, ...}     # rlvr.train.verl.params.VerlProfile
+    params:                         # deep-merged over params.yaml, section by section (lists replace)
+      sft: {learning_rate: 1.0e-5, max_steps: 5, ...}
+
+:func:`apply_profile` is what :func:`rlvr.config.load_params` calls: with ``profile: <path>`` in ``params.yaml`` every
+stage reads ``params.yaml`` with the profile's ``params`` merged over it, and ``verl.profile`` pointing at the
+profile (whose ``hardware`` block :func:`rlvr.train.verl.params.load_profile` reads). ``profile: null`` (the default)
+changes nothing. Precedence, lowest first: params.yaml, the profile's base chain, the profile. A ``dvc exp run -S``
+on a key that the selected profile also sets is shadowed by the profile: change such keys in the profile file
+(``dvc exp run -S profiles/x.yaml:params.sft.learning_rate=…``); :func:`profile_keys` lists them.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["SCALE_KEYS", "ProfileError", "apply_profile", "load_scale_profile", "missing_scale_keys", "profile_keys"]
+
+# Hyperparameters whose tiny-model value is wrong at any other scale: a complete profile sets each of them (a dotted
+# path into params.yaml). Lengths, learning rates, step counts, group size, batch sizes and the repair budget.
+SCALE_KEYS: tuple[str, ...] = (
+    "model.name",
+    "train.max_prompt_length", "train.max_completion_length", "train.eval_max_new_tokens",
+    "sft.learning_rate", "sft.max_steps", "sft.per_device_train_batch_size",
+    "dpo.learning_rate", "dpo.max_steps", "dpo.beta", "dpo.per_device_train_batch_size", "dpo.launch",
+    "grpo.learning_rate", "grpo.max_steps", "grpo.num_generations", "grpo.beta",
+    "verl.train_batch_size", "verl.ppo_mini_batch_size", "verl.max_prompt_length", "verl.max_response_length",
+    "verl.sft_train_batch_size", "verl.sft_max_length",
+    "repair.turn_tokens", "repair.sampling.max_new_tokens",
+    "repair.train.learning_rate", "repair.train.max_steps", "repair.train.num_generations",
+    "repair.train.warmup_epochs",
+    "baseline.backend", "baseline.sampling.max_new_tokens",
+    "eval.backend", "eval.greedy.max_new_tokens", "eval.sampling.max_new_tokens",
+)
+
+
+class ProfileError(ValueError):
+    """A profile file is missing, not YAML, not a mapping, cyclic, or incomplete; the message names the file."""
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep merge of mappings (``over`` wins; lists and scalars replace)."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ProfileError(f"{path}: profile not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ProfileError(f"{path}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ProfileError(f"{path}: top level must be a mapping")
+    unknown = set(data) - {"base", "complete", "hardware", "params", "description"}
+    if unknown:
+        raise ProfileError(f"{path}: unknown top-level keys {sorted(unknown)} (base, complete, hardware, params)")
+    return data
+
+
+def load_scale_profile(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """Read a scale profile with its ``base`` chain merged in (base first, this file last).
+
+    Returns ``{"hardware": {...}, "params": {...}, "complete": bool, "files": [base…, this]}``.
+    Raises :class:`ProfileError` naming the file for a missing/invalid file or a cyclic ``base``."""
+    p = Path(path).resolve()
+    if p in _seen:
+        raise ProfileError(f"{p}: cyclic 'base' chain ({' -> '.join(map(str, (*_seen, p)))})")
+    data = _read(p)
+    merged: dict[str, Any] = {"hardware": {}, "params": {}, "complete": True, "files": []}
+    if data.get("base"):
+        merged = load_scale_profile(p.parent / str(data["base"]), (*_seen, p))
+    for key in ("hardware", "params"):
+        block = data.get(key) or {}
+        if not isinstance(block, dict):
+            raise ProfileError(f"{p}: '{key}' must be a mapping")
+        merged[key] = _merge(merged[key], block)
+    merged["complete"] = bool(data.get("complete", True))
+    merged["files"] = [*merged["files"], str(p)]
+    return merged
+
+
+def _has(d: dict[str, Any], dotted: str) -> bool:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return False
+        cur = cur[part]
+    return True
+
+
+def missing_scale_keys(profile_params: dict[str, Any]) -> list[str]:
+    """The :data:`SCALE_KEYS` that ``profile_params`` (a profile's merged ``params`` block) leaves unset."""
+    return [k for k in SCALE_KEYS if not _has(profile_params, k)]
+
+
+def profile_keys(path: str | Path) -> list[str]:
+    """Dotted params keys that the profile at ``path`` (with its base chain) sets, sorted."""
+    return sorted(_leaves(load_scale_profile(path)["params"]))
+
+
+def _leaves(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_leaves(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml") -> dict[str, Any]:
+    """``params`` with the selected profile's ``params`` merged over it (unchanged when ``profile`` is unset).
+
+    ``profile`` is a path relative to the params file's folder. The result's ``verl.profile`` is set to the profile
+    (so the verl engine reads its ``hardware`` block).
+
+    Raises :class:`ProfileError`: the profile is missing/invalid, or ``complete`` and a :data:`SCALE_KEYS` entry is
+    unset (the message lists them)."""
+    sel = params.get("profile")
+    if not sel:
+        return params
+    path = Path(params_path).parent / str(sel)
+    prof = load_scale_profile(path)
+    if prof["complete"]:
+        missing = missing_scale_keys(prof["params"])
+        if missing:
+            raise ProfileError(f"{path}: a complete scale profile must set {', '.join(missing)} "
+                               "(or declare 'complete: false')")
+    out = _merge(params, prof["params"])
+    if prof["hardware"]:
+        out.setdefault("verl", {})
+        out["verl"] = {**out["verl"], "profile": str(path)}
+    return out

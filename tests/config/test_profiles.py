@@ -1,0 +1,172 @@
+"""Scale profiles (rlvr.config.profiles): every shipped profile loads, is complete, and yields the verl/TRL settings
+its comments promise; the 8- and 2-GPU profiles are the 4-GPU one with the GPU count and batch scaled."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvr.config import ConfigError, load_params, load_section
+from rlvr.config.profiles import SCALE_KEYS, load_scale_profile, missing_scale_keys, profile_keys
+from rlvr.repair.eval import RepairParams
+from rlvr.train.local.dpo import DPOParams
+from rlvr.train.local.grpo import GRPOParams
+from rlvr.train.local.sft import SFTParams
+from rlvr.train.verl.overrides import grpo_overrides, resolve_attention, sft_overrides, steps_for
+from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "profiles").rglob("*.yaml"))
+
+
+def _params(tmp_path: Path, profile: str | None, engine: str = "verl") -> Path:
+    shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
+    data = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    data.update(profile=profile, engine=engine)
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _effective(path: Path) -> dict:
+    verl = load_section("verl", VerlParams, path)
+    hw = load_profile(path.parent / verl.profile)
+    grpo = load_section("grpo", GRPOParams, path)
+    sft = load_section("sft", SFTParams, path)
+    g = grpo_overrides(grpo, verl, hw, train_files="t.parquet", val_files="v.parquet", model_path="m",
+                       reward_mode="dense", ckpt_dir="c", experiment_name="x")
+    s = sft_overrides(sft, verl, hw, train_files="t.parquet", val_files=None, model_path="m", ckpt_dir="c",
+                      experiment_name="s")
+    return {"hw": hw, "grpo": dict(o.split("=", 1) for o in g if "=" in o),
+            "sft": dict(o.split("=", 1) for o in s if "=" in o), "params": load_params(path)}
+
+
+def test_shipped_profiles_exist():
+    assert {"profiles/qwen7b_4xh100.yaml", "profiles/qwen7b_8xh100.yaml", "profiles/qwen7b_2xh100.yaml"} <= set(SHIPPED)
+
+
+@pytest.mark.parametrize("profile", SHIPPED)
+def test_every_shipped_profile_is_complete_and_loads(profile, tmp_path):
+    prof = load_scale_profile(ROOT / profile)
+    assert prof["complete"] and missing_scale_keys(prof["params"]) == []
+    eff = _effective(_params(tmp_path, profile))
+    p = eff["params"]
+    # nothing tuned for the tiny CPU model survives: every scale key differs from or equals the profile's own value
+    for key in profile_keys(ROOT / profile):
+        cur: object = p
+        for part in key.split("."):
+            cur = cur[part]
+        want: object = prof["params"]
+        for part in key.split("."):
+            want = want[part]
+        assert cur == want, key
+    assert eff["grpo"]["actor_rollout_ref.actor.optim.lr"] == repr(p["grpo"]["learning_rate"])
+    assert eff["grpo"]["trainer.n_gpus_per_node"] == str(eff["hw"].n_gpus_per_node)
+    assert eff["sft"]["optim.lr"] == repr(p["sft"]["learning_rate"])
+    # the RL stages' hyperparameters reach TRL's side too (the local engine reads the same sections)
+    load_section("dpo", DPOParams, tmp_path / "params.yaml")
+    load_section("repair", RepairParams, tmp_path / "params.yaml")
+
+
+def test_7b_profile_effective_verl_and_trl_config(tmp_path):
+    eff = _effective(_params(tmp_path, "profiles/qwen7b_4xh100.yaml"))
+    g, s, p = eff["grpo"], eff["sft"], eff["params"]
+    assert g["actor_rollout_ref.actor.optim.lr"] == "1e-06"            # verl's Qwen2-7B GRPO example
+    assert g["actor_rollout_ref.rollout.n"] == "8" and g["actor_rollout_ref.actor.kl_loss_coef"] == "0.001"
+    assert g["trainer.total_training_steps"] == "100"                  # grpo.max_steps mapped, not dropped
+    assert g["data.max_response_length"] == "2048" and g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "2"
+    assert g["trainer.n_gpus_per_node"] == "4" and g["data.train_batch_size"] == "128"
+    assert g["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == "4096"
+    assert s["optim.lr"] == "1e-05" and s["optim.lr_scheduler_type"] == "cosine" and s["data.max_length"] == "4096"
+    assert p["sft"]["epochs"] == 2 and p["train"]["max_completion_length"] == 2048
+    assert p["dpo"]["lora_r"] == 64 and p["dpo"]["launch"] == {"processes": 4, "mode": "ddp"}
+    assert p["repair"]["turn_tokens"] == 1024 and "{prompt}" not in p["repair"]["feedback_template"]
+    assert p["repair"]["train"]["warmup_epochs"] == 0
+    assert p["eval"]["backend"] == "vllm" and p["eval"]["greedy"]["max_new_tokens"] == 1024
+    # the tiny values of params.yaml do not leak
+    tiny = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert p["sft"]["learning_rate"] != tiny["sft"]["learning_rate"]
+    assert p["grpo"]["learning_rate"] != tiny["grpo"]["learning_rate"]
+
+
+def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(tmp_path):
+    four = _effective(_params(tmp_path / "4", "profiles/qwen7b_4xh100.yaml"))
+    for name, gpus in (("profiles/qwen7b_8xh100.yaml", 8), ("profiles/qwen7b_2xh100.yaml", 2)):
+        other = _effective(_params(tmp_path / str(gpus), name))
+        assert other["hw"].n_gpus_per_node == gpus
+        scale = gpus / 4
+        assert other["grpo"]["data.train_batch_size"] == str(int(128 * scale))
+        assert other["grpo"]["actor_rollout_ref.actor.ppo_mini_batch_size"] == str(int(32 * scale))
+        allowed = {"trainer.n_gpus_per_node", "data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
+                   "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
+                   "actor_rollout_ref.actor.fsdp_config.param_offload",
+                   "actor_rollout_ref.rollout.gpu_memory_utilization", "reward.num_workers"}
+        diff = {k for k in four["grpo"] if four["grpo"][k] != other["grpo"].get(k)}
+        assert diff <= allowed, diff
+        assert other["params"]["grpo"] == four["params"]["grpo"] and other["params"]["sft"] == four["params"]["sft"]
+
+
+def test_no_profile_changes_nothing(tmp_path):
+    path = _params(tmp_path, None, engine="local")
+    assert load_params(path) == load_params(path, raw=True)
+
+
+def test_incomplete_profile_names_the_missing_keys(tmp_path):
+    (tmp_path / "p.yaml").write_text("params: {sft: {learning_rate: 1.0e-5}}\n")
+    (tmp_path / "params.yaml").write_text("profile: p.yaml\nsft: {learning_rate: 0.001}\n")
+    with pytest.raises(ConfigError, match=r"must set .*grpo\.learning_rate"):
+        load_params(tmp_path / "params.yaml")
+    (tmp_path / "p.yaml").write_text("complete: false\nparams: {sft: {learning_rate: 1.0e-5}}\n")
+    assert load_params(tmp_path / "params.yaml")["sft"]["learning_rate"] == 1e-5
+
+
+def test_profile_errors_name_the_file(tmp_path):
+    (tmp_path / "a.yaml").write_text("base: b.yaml\ncomplete: false\n")
+    (tmp_path / "b.yaml").write_text("base: a.yaml\n")
+    (tmp_path / "params.yaml").write_text("profile: a.yaml\n")
+    with pytest.raises(ConfigError, match="cyclic"):
+        load_params(tmp_path / "params.yaml")
+    (tmp_path / "params.yaml").write_text("profile: missing.yaml\n")
+    with pytest.raises(ConfigError, match=r"missing\.yaml: profile not found"):
+        load_params(tmp_path / "params.yaml")
+    (tmp_path / "c.yaml").write_text("complete: false\nhardwre: {}\n")
+    (tmp_path / "params.yaml").write_text("profile: c.yaml\n")
+    with pytest.raises(ConfigError, match="unknown top-level keys"):
+        load_params(tmp_path / "params.yaml")
+
+
+def test_scale_keys_exist_in_the_schemas():
+    """Every SCALE_KEYS entry names a real field (a typo would make completeness vacuous)."""
+    from rlvr.eval.baseline import BaselineParams
+    from rlvr.train.local.common import TrainCommon
+
+    models = {"sft": SFTParams, "dpo": DPOParams, "grpo": GRPOParams, "verl": VerlParams, "repair": RepairParams,
+              "baseline": BaselineParams, "train": TrainCommon}
+    for key in SCALE_KEYS:
+        section, *rest = key.split(".")
+        if section in ("model", "eval"):
+            continue
+        model = models[section]
+        for part in rest:
+            field = model.model_fields[part]
+            model = field.annotation if isinstance(field.annotation, type) else model
+
+
+def test_steps_attention_and_scheduler_are_mapped_or_rejected():
+    assert steps_for(None, 7, "grpo") == 7 and steps_for(5, -1, "grpo") == 5 and steps_for(None, -1, "grpo") is None
+    with pytest.raises(ConfigError, match=r"grpo\.max_steps=7 and verl\.total_training_steps=5 disagree"):
+        steps_for(5, 7, "grpo")
+    auto = VerlProfile(model="m")
+    assert resolve_attention(auto, has_flash_attn=False) == ("sdpa", False)
+    assert resolve_attention(auto, has_flash_attn=True) == ("flash_attention_2", True)
+    with pytest.raises(ConfigError, match="flash_attn package is not installed"):
+        resolve_attention(VerlProfile(model="m", attn_implementation="flash_attention_2"), has_flash_attn=False)
+    with pytest.raises(ConfigError, match="use_remove_padding: true needs flash_attention_2"):
+        resolve_attention(VerlProfile(model="m", use_remove_padding=True), has_flash_attn=False)
+    with pytest.raises(ConfigError, match=r"grpo\.lr_scheduler_type: 'linear'"):
+        grpo_overrides(GRPOParams(lr_scheduler_type="linear"), VerlParams(train_batch_size=8, ppo_mini_batch_size=8),
+                       VerlProfile(model="m", n_gpus_per_node=1), train_files="t", val_files="v", model_path="m",
+                       reward_mode="dense", ckpt_dir="c", experiment_name="x")
