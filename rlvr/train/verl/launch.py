@@ -32,14 +32,21 @@ from rlvr.train.verl.overrides import (
     grpo_command,
     grpo_overrides,
     load_profile,
+    resolve_attention,
     sft_command,
     sft_overrides,
     write_overrides,
 )
 
-__all__ = ["Runner", "launch", "next_attempt_log", "ray_env", "run_grpo_verl", "run_sft_verl"]
+__all__ = ["Runner", "launch", "log_attention", "next_attempt_log", "ray_env", "run_grpo_verl", "run_sft_verl"]
 
 Runner = Callable[..., Any]
+
+
+def log_attention(profile: VerlProfile) -> None:
+    """Print the attention backend a verl launch will use (``resolve_attention``) to stderr, for the stage's log."""
+    attn, rmpad = resolve_attention(profile)
+    print(f"verl attention: {attn} (use_remove_padding={rmpad})", file=sys.stderr)
 
 
 def launch(
@@ -130,6 +137,7 @@ def run_grpo_verl(
     )
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
+    log_attention(profile)
     env = {**ray_env(ray_address, profile.n_gpus_per_node * profile.nnodes),
            "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
     if start_head and not ray_address:
@@ -143,8 +151,10 @@ def run_grpo_verl(
     rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode, train_files, val_files)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
+    attn, rmpad = resolve_attention(profile)
     return {
         "engine": "verl",
+        "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
         "reward_mode": reward_mode,
         "steps": rows[-1]["step"] if rows else 0,
         "checkpoint": ckpt,
@@ -185,14 +195,17 @@ def run_sft_verl(
     )
     cmd = sft_command(profile, python=python, rdzv_endpoint=rdzv_endpoint)
     write_overrides(run, cmd, overrides)
+    log_attention(profile)
     env = {"WANDB_MODE": os.environ.get("WANDB_MODE", "offline"), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
     launch(cmd, overrides, env, runner=runner, unset=(NOSET_CUDA_VISIBLE_DEVICES,))
     rows = vlogs.sft_rows(vlogs.read_file_logs([*old_logs, log_path]))
     vlogs.write_tsv(curves_path, rows, vlogs.SFT_COLUMNS)
     ckpt = _publish(ckpt_dir, out_model_dir, None, run, python, runner)
     val = [r["val_loss"] for r in rows if r.get("val_loss") is not None]
+    attn, rmpad = resolve_attention(profile)
     return {
         "engine": "verl",
+        "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
         "steps": rows[-1]["step"] if rows else 0,
         "val_loss": val[-1] if val else None,
         "checkpoint": ckpt,
