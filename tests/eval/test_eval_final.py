@@ -161,6 +161,10 @@ def test_model_hash_and_discovery(tmp_path):
     found, missing = discover_phases(cfg.phases, tmp_path)
     assert [n for n, _ in found] == ["baseline", "sft", "grpo_seed2", "grpo_seed10"]
     assert missing == ["dpo", "repair"]
+    # the `seeds` param decides: a leftover seed folder is ignored, a missing seed is listed as not run
+    found, missing = discover_phases(cfg.phases, tmp_path, seeds=[2, 3])
+    assert [n for n, _ in found] == ["baseline", "sft", "grpo_seed2"]
+    assert missing == ["dpo", "grpo_seed3", "repair"]
     with pytest.raises(FileNotFoundError):
         model_hash(tmp_path / "nothing")
 
