@@ -50,7 +50,7 @@ from rlvr.eval.provenance import model_hash, tag_of
 from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
-from rlvr.io import atomic_write_json, atomic_write_jsonl
+from rlvr.io import atomic_write_json, atomic_write_jsonl, write_metrics
 
 __all__ = [
     "EvalDataset",
@@ -177,7 +177,8 @@ def run_eval(
     manifests_dir: str | Path = "data/manifests",
 ) -> dict[str, Any]:
     """Score every existing phase; write ``metrics/eval_<phase>.json``, ``<out_dir>/<phase>/{per_task,samples,
-    journal}/`` and the summary ``metrics/eval.json`` (returned). ``params``: the whole ``params.yaml`` (roles, the
+    journal}/`` and the summary ``metrics/eval.json`` (returned); each metrics file is split into scores, cost and
+    provenance (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
     tuning-stage check, :func:`check_tuning_stages`, which runs first; ``seeds``: the GRPO seeds scored,
     :func:`discover_phases`). ``make_gen(model_dir)``: the generator of a phase.
     Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing)."""
@@ -241,13 +242,13 @@ def run_eval(
             "n": cfg.n, "ks": list(cfg.ks), "budget_tokens": cfg.budget_tokens, "judge": judge_info,
             "libraries": libs, "bootstrap": {"B": cfg.bootstrap, "alpha": cfg.alpha, "seed": cfg.seed},
         }
-        atomic_write_json(Path(metrics_dir) / f"eval_{name}.json", report)
+        write_metrics(Path(metrics_dir) / f"eval_{name}.json", report)
         summary["phases"][name] = {ds: {k: m.get(k) for k in ("role", "accepted@1", *[f"pass@{k}" for k in cfg.ks])
                                         if k in m} | {"ci": m["ci"]} for ds, m in report.items() if ds != "protocol"}
     summary["seeds"] = summarise_phases(summary["phases"], cfg.ks)
     if cfg.headline is not None:
         summary["headline"] = headline_block(summary, cfg.headline, cfg.ks)
-    atomic_write_json(Path(metrics_dir) / "eval.json", summary)
+    write_metrics(Path(metrics_dir) / "eval.json", summary)
     return summary
 
 
