@@ -133,10 +133,11 @@ SCORE_KEY = re.compile(r"^(accepted@1|pass@\d+|pass_ratio|pass_ratio_mean|recove
 #: children of a score key that are scores too: a CI's bounds, a mean +- std over seeds.
 SCORE_CHILD = frozenset({"lo", "hi", "mean", "std"})
 #: blocks that are provenance whatever their leaves are called (``phases``: the eval summary's copy of the per-phase
-#: files; ``eval@k``: the sampled run's full metrics, whose pass@k are already at the dataset level; ``by_template``:
-#: the smoke profile's per-template breakdown of a dev score).
+#: files; ``eval@k``: the sampled run's full metrics, whose pass@k are already at the dataset level; breakdowns and
+#: variants of a score: ``by_template`` (the smoke profile's templates), ``evalplus`` (base/plus tests),
+#: ``eval@budget`` (accepted within the token budget)).
 PROVENANCE_BLOCK = frozenset({"protocol", "dataset", "verdicts", "eval@k", "phases", "training", "rollouts",
-                              "by_template"})
+                              "by_template", "evalplus", "eval@budget"})
 #: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, memory, tokens spent.
 COST_KEY = re.compile(r"(_s|_s_mean|_s_p\d+|_s_per_solved|_per_s|_mb|_gb)$|^throughput|^(peak_)?memory|^rss|"
                       r"^(avg_generated_tokens|tokens_per_solved|mean_tokens)$")
@@ -162,8 +163,9 @@ def split_metrics(report: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str
     keyed ``accepted@1``, ``pass@k``, ``pass_ratio(_mean)``, ``recovery_rate``, ``final_accepted``,
     ``accepted_fraction``, and a score's CI bounds / seed mean and std (``ci.accepted@1.lo``, ``…pass@4.std``); cost are
     seconds, throughput, memory and tokens spent; the rest (and anything under ``protocol``, ``dataset``, ``verdicts``,
-    ``eval@k``, ``phases``, ``training``, ``rollouts``, ``by_template``) is provenance. Empty dicts stay in provenance
-    so the split is lossless (:func:`merge_metrics`). Raises ``TypeError`` when ``report`` is not a dict."""
+    ``eval@k``, ``phases``, ``training``, ``rollouts``, ``by_template``, ``evalplus``, ``eval@budget``) is provenance.
+    Empty dicts stay in provenance so the split is lossless (:func:`merge_metrics`). Raises ``TypeError`` when
+    ``report`` is not a dict."""
     if not isinstance(report, dict):
         raise TypeError(f"a metrics report must be a dict, got {type(report).__name__}")
     parts: dict[str, dict[str, Any]] = {"scores": {}, "cost": {}, "provenance": {}}
