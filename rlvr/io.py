@@ -223,9 +223,9 @@ def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path,
 
 def read_metrics(path: str | Path) -> dict[str, Any] | None:
     """The whole report behind the metrics file ``path``: its scores, cost and provenance files merged
-    (:func:`layout_paths`); ``None`` when none of them exists. A file written before the split (everything in the
-    scores file) reads the same. Raises ``ValueError`` naming the file (line, column) when one is not valid JSON or
-    not an object."""
+    (:func:`layout_paths`), keys sorted at every level as in a written file; ``None`` when none of them exists. A file
+    written before the split (everything in the scores file) reads the same. Raises ``ValueError`` naming the file
+    (line, column) when one is not valid JSON or not an object."""
     parts = []
     for p in layout_paths(path):
         if not p.is_file():
@@ -237,7 +237,13 @@ def read_metrics(path: str | Path) -> dict[str, Any] | None:
         if not isinstance(data, dict):
             raise ValueError(f"{p}: expected a JSON object, got {type(data).__name__}")
         parts.append(data)
-    return merge_metrics(*parts) if parts else None
+    return _sorted(merge_metrics(*parts)) if parts else None
+
+
+def _sorted(obj: Any) -> Any:
+    """Dicts with keys in sorted order at every level (the order :func:`atomic_write_json` writes), so a merged report
+    iterates like the whole file did."""
+    return {k: _sorted(obj[k]) for k in sorted(obj)} if isinstance(obj, dict) else obj
 
 
 def metric_names(folder: str | Path) -> list[str]:
