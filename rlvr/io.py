@@ -223,9 +223,9 @@ def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path,
 
 def read_metrics(path: str | Path) -> dict[str, Any] | None:
     """The whole report behind the metrics file ``path``: its scores, cost and provenance files merged
-    (:func:`layout_paths`), keys sorted at every level as in a written file; ``None`` when none of them exists. A file
-    written before the split (everything in the scores file) reads the same. Raises ``ValueError`` naming the file
-    (line, column) when one is not valid JSON or not an object."""
+    (:func:`layout_paths`; keys then sorted at every level, the order a stage writes, since a merge would put the scores
+    first); ``None`` when none of them exists. A file written before the split (everything in the scores file) reads the
+    same. Raises ``ValueError`` naming the file (line, column) when one is not valid JSON or not an object."""
     parts = []
     for p in layout_paths(path):
         if not p.is_file():
@@ -237,7 +237,9 @@ def read_metrics(path: str | Path) -> dict[str, Any] | None:
         if not isinstance(data, dict):
             raise ValueError(f"{p}: expected a JSON object, got {type(data).__name__}")
         parts.append(data)
-    return _sorted(merge_metrics(*parts)) if parts else None
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else _sorted(merge_metrics(*parts))
 
 
 def _sorted(obj: Any) -> Any:
