@@ -8,7 +8,6 @@ a missing file stops the build with an error naming the page, the marker and the
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -16,14 +15,18 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
+from rlvr.io import read_metrics
+
 MARKER = re.compile(r"^<!-- rlvr:table ([\w-]+) -->$", re.M)
 
 
 def _read(root: Path, rel: str) -> Any:
-    p = root / rel
-    if not p.is_file():
+    """The whole report behind the metrics file ``rel``: its scores, cost and provenance parts merged
+    (:func:`rlvr.io.read_metrics`). Raises ``FileNotFoundError`` naming ``rel`` when no part exists."""
+    data = read_metrics(root / rel)
+    if data is None:
         raise FileNotFoundError(rel)
-    return json.loads(p.read_text(encoding="utf-8"))
+    return data
 
 
 def _f(v: Any, nd: int = 3) -> str:

@@ -5,6 +5,7 @@ Commands::
     rlvr sandbox serve --host 127.0.0.1 --port 8080 [--workers N]    # the judge as an HTTP server
     rlvr judge --dataset humanevalplus --samples samples.jsonl --out verdicts.jsonl
     rlvr summary                                                   # the run's result per phase and dataset
+    rlvr cost [MATCH...]                                           # seconds, throughput, tokens spent per stage
 
 Subcommand modules are imported only when that subcommand runs, so ``rlvr --help`` stays fast. To add a command
 that lives in another module, add ``"name": "package.module:command_object"`` to :data:`LAZY_SUBCOMMANDS` (the
@@ -25,6 +26,7 @@ __all__ = ["LAZY_SUBCOMMANDS", "LazyGroup", "main"]
 
 #: Subcommands defined in other modules: name → ``"module:attribute"`` (a click command or group).
 LAZY_SUBCOMMANDS: dict[str, str] = {
+    "cost": "rlvr.report.cost:main",
     "summary": "rlvr.report.summary:main",
     "wandb-sync": "rlvr.report.wandb_sync:main",
 }

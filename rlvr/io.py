@@ -1,5 +1,7 @@
-"""Atomic, crash-safe file writing: outputs appear complete or not at all (temp file + ``os.replace``); and the
-reading counterpart for logs that other processes append to (:func:`read_appended_jsonl`).
+"""Atomic, crash-safe file writing: outputs appear complete or not at all (temp file + ``os.replace``); the
+reading counterpart for logs that other processes append to (:func:`read_appended_jsonl`); and the metrics layout
+(:func:`write_metrics` / :func:`read_metrics`): a stage's report is split into scores (the DVC ``metrics`` file),
+cost and provenance files.
 
 DVC caches whatever a stage leaves behind; writing through these helpers guarantees it never caches a half-written
 file. Directories are published by building them beside the target and renaming.
@@ -10,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -22,7 +25,13 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_jsonl",
     "atomic_write_text",
+    "layout_paths",
+    "merge_metrics",
+    "metric_names",
     "read_appended_jsonl",
+    "read_metrics",
+    "split_metrics",
+    "write_metrics",
 ]
 
 
@@ -109,3 +118,142 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+# ------------------------------------------------------------------------------------------------- metrics layout
+# What a reviewer diffs (issue 29; DESIGN.md "Metrics are what a reviewer diffs"): the file a stage declares as DVC
+# `metrics` holds scores only, so `dvc metrics diff` between two clean runs is empty; seconds, throughput and tokens
+# spent go to a cost file, everything else (counts, verdict breakdowns, hashes, versions, protocol, training
+# diagnostics) to a provenance file. The three are a lossless split: merge_metrics(*split_metrics(r)) == r.
+
+#: leaf keys that are scores (accepted@1, pass@k, pass_ratio: :mod:`rlvr.eval.metrics`; recovery: :mod:`rlvr.repair`;
+#: accepted_fraction: the judge check's canonical solutions).
+SCORE_KEY = re.compile(r"^(accepted@1|pass@\d+|pass_ratio|pass_ratio_mean|recovery_rate|final_accepted|"
+                       r"accepted_fraction)$")
+#: children of a score key that are scores too: a CI's bounds, a mean +- std over seeds.
+SCORE_CHILD = frozenset({"lo", "hi", "mean", "std"})
+#: blocks that are provenance whatever their leaves are called (``phases``: the eval summary's copy of the per-phase
+#: files; ``eval@k``: the sampled run's full metrics, whose pass@k are already at the dataset level; breakdowns and
+#: variants of a score: ``by_template`` (the smoke profile's templates), ``evalplus`` (base/plus tests),
+#: ``eval@budget`` (accepted within the token budget)).
+PROVENANCE_BLOCK = frozenset({"protocol", "dataset", "verdicts", "eval@k", "phases", "training", "rollouts",
+                              "by_template", "evalplus", "eval@budget"})
+#: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, memory, tokens spent.
+COST_KEY = re.compile(r"(_s|_s_mean|_s_p\d+|_s_per_solved|_per_s|_mb|_gb)$|^throughput|^(peak_)?memory|^rss|"
+                      r"^(avg_generated_tokens|tokens_per_solved|mean_tokens)$")
+
+
+def _kind(path: tuple[str, ...], value: Any) -> str:
+    """``"scores"``, ``"cost"`` or ``"provenance"`` for the leaf at key ``path`` (module layout rules)."""
+    if "protocol" in path[:-1]:
+        return "provenance"  # settings such as output_limit_mb are not measured cost
+    if COST_KEY.search(path[-1]):
+        return "cost"
+    if any(k in PROVENANCE_BLOCK for k in path[:-1]):
+        return "provenance"
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    if numeric and (SCORE_KEY.match(path[-1]) or (
+            len(path) > 1 and path[-1] in SCORE_CHILD and SCORE_KEY.match(path[-2]))):
+        return "scores"
+    return "provenance"
+
+
+def split_metrics(report: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """``(scores, cost, provenance)``: the leaves of a stage's nested report dict by kind. Scores are numeric leaves
+    keyed ``accepted@1``, ``pass@k``, ``pass_ratio(_mean)``, ``recovery_rate``, ``final_accepted``,
+    ``accepted_fraction``, and a score's CI bounds / seed mean and std (``ci.accepted@1.lo``, ``…pass@4.std``); cost are
+    seconds, throughput, memory and tokens spent; the rest (and anything under ``protocol``, ``dataset``, ``verdicts``,
+    ``eval@k``, ``phases``, ``training``, ``rollouts``, ``by_template``, ``evalplus``, ``eval@budget``) is provenance.
+    Empty dicts stay in provenance so the split is lossless (:func:`merge_metrics`). Raises ``TypeError`` when
+    ``report`` is not a dict."""
+    if not isinstance(report, dict):
+        raise TypeError(f"a metrics report must be a dict, got {type(report).__name__}")
+    parts: dict[str, dict[str, Any]] = {"scores": {}, "cost": {}, "provenance": {}}
+
+    def put(kind: str, path: tuple[str, ...], value: Any) -> None:
+        node = parts[kind]
+        for k in path[:-1]:
+            node = node.setdefault(k, {})
+        node[path[-1]] = value
+
+    def walk(node: dict[str, Any], path: tuple[str, ...]) -> None:
+        for k, v in node.items():
+            p = (*path, str(k))
+            if isinstance(v, dict) and v:
+                walk(v, p)
+            else:
+                put(_kind(p, v), p, v)
+
+    walk(report, ())
+    return parts["scores"], parts["cost"], parts["provenance"]
+
+
+def merge_metrics(*parts: Any) -> dict[str, Any]:
+    """Deep merge of dicts (the inverse of :func:`split_metrics`; a later part's leaf wins on a clash)."""
+    out: dict[str, Any] = {}
+    for part in parts:
+        for k, v in (part or {}).items():
+            out[k] = merge_metrics(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def layout_paths(path: str | Path) -> tuple[Path, Path, Path]:
+    """``(scores, cost, provenance)`` files of the metrics file ``path``: under the nearest ancestor folder named
+    ``metrics``, the cost and provenance files mirror the path in its ``cost/`` and ``provenance/`` sub-folders
+    (``metrics/final/eval_sft.json`` → ``metrics/cost/final/eval_sft.json``, ``metrics/provenance/final/…``);
+    without such an ancestor they go to ``cost/`` and ``provenance/`` beside the file."""
+    p = Path(path)
+    parts = p.parts
+    idx = max((i for i, part in enumerate(parts[:-1]) if part == "metrics"), default=None)
+    if idx is None:
+        return p, p.parent / "cost" / p.name, p.parent / "provenance" / p.name
+    root, rel = Path(*parts[: idx + 1]), Path(*parts[idx + 1:])
+    return p, root / "cost" / rel, root / "provenance" / rel
+
+
+def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path, Path]:
+    """Split ``report`` (:func:`split_metrics`) and write the three parts atomically to :func:`layout_paths`, an
+    empty part as ``{}`` (so every file a stage declares in dvc.yaml exists whatever the run measured). Returns the
+    three paths. Raises ``TypeError`` when ``report`` is not a dict."""
+    paths = layout_paths(path)
+    for target, part in zip(paths, split_metrics(report), strict=True):
+        atomic_write_json(target, part)
+    return paths
+
+
+def read_metrics(path: str | Path) -> dict[str, Any] | None:
+    """The whole report behind the metrics file ``path``: its scores, cost and provenance files merged
+    (:func:`layout_paths`; keys then sorted at every level, the order a stage writes, since a merge would put the scores
+    first); ``None`` when none of them exists. A file written before the split (everything in the scores file) reads the
+    same. Raises ``ValueError`` naming the file (line, column) when one is not valid JSON or not an object."""
+    parts = []
+    for p in layout_paths(path):
+        if not p.is_file():
+            continue
+        try:
+            data = json.loads(p.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+        if not isinstance(data, dict):
+            raise ValueError(f"{p}: expected a JSON object, got {type(data).__name__}")
+        parts.append(data)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else _sorted(merge_metrics(*parts))
+
+
+def _sorted(obj: Any) -> Any:
+    """Dicts with keys in sorted order at every level (the order :func:`atomic_write_json` writes), so a merged report
+    iterates like the whole file did."""
+    return {k: _sorted(obj[k]) for k in sorted(obj)} if isinstance(obj, dict) else obj
+
+
+def metric_names(folder: str | Path) -> list[str]:
+    """Sorted ``*.json`` names directly in ``folder`` or in its cost/provenance mirrors (:func:`layout_paths`), so a
+    report whose scores part is empty (governance) is still found: ``read_metrics(folder / name)`` reads each."""
+    folder = Path(folder)
+    names: set[str] = set()
+    for d in {p.parent for p in layout_paths(folder / "x.json")}:
+        if d.is_dir():
+            names.update(p.name for p in d.glob("*.json"))
+    return sorted(names)

@@ -32,7 +32,7 @@ def main(params: Params, problems_dir: Path, out_dir: Path, metrics_path: Path) 
     echo = "\n".join(f"{name}: accepted@1={m['accepted@1']} verdicts="
                      f"{ {v: c['count'] for v, c in m['verdicts'].items() if c['count']} }"
                      for name, m in report.items() if name != "protocol")
-    return Result(json={metrics_path: report}, resolved={out_dir: cfg}, echo=echo)
+    return Result(metrics={metrics_path: report}, resolved={out_dir: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
         metrics = run_dpo(cfg, common, model_dir, train, dev, judge, out_model, curves)
         report = stage_eval(out_model, judge, params.path, problems_dir, eval_dir)
     echo = f"dpo: {metrics['pairs']['pairs']} pairs, {metrics['steps']} steps, dev {metrics.get('dev', {})}"
-    return Result(json={metrics_path: metrics, eval_metrics: report}, resolved={out_model: cfg}, echo=echo)
+    return Result(metrics={metrics_path: metrics, eval_metrics: report}, resolved={out_model: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

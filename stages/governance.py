@@ -60,7 +60,7 @@ def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None
                                                                outputs=outputs, versions=audit.library_versions()))
     echo = (f"governance: {len(problems)} → {len(kept)} problems in {len(kept_by_slug)} datasets; "
             f"{len(report['removed'])} removed (listed in {out_dir / 'removed.jsonl'})")
-    return Result(json={metrics_path: audit.governance_metrics(report, kept_by_slug)}, resolved={out_dir: cfg},
+    return Result(metrics={metrics_path: audit.governance_metrics(report, kept_by_slug)}, resolved={out_dir: cfg},
                   echo=echo)
 
 

@@ -66,8 +66,8 @@ def main(params: Params, seed: int, problems_dir: Path, model_dir: str, out_root
         report = stage_eval(out_model, judge, params.path, problems_dir, f"{eval_dir}/grpo-seed{seed}")
     echo = (f"grpo seed {seed} ({engine}): reward {metrics.get('reward_first')} -> {metrics.get('reward_last')}, "
             f"dev {metrics.get('dev', {}).get('accepted@1')}")
-    return Result(json={f"{metrics_root}/seed-{seed}.json": {"seed": seed, **metrics},
-                        f"{eval_root}/eval_grpo_seed{seed}.json": report},
+    return Result(metrics={f"{metrics_root}/seed-{seed}.json": {"seed": seed, **metrics},
+                           f"{eval_root}/eval_grpo_seed{seed}.json": report},
                   resolved={out_model: cfg}, echo=echo)
 
 

@@ -54,7 +54,7 @@ def main(params: Params, problems_dir: str, out: Path) -> Result:
                 failures.append(f"{key}: {res['rejected']} reference solution(s) rejected")
     failures += [f"{n}: dataset listed in judge_check.must_pass but not in {problems_dir}"
                  for n in cfg.must_pass if n not in report]
-    return Result(json={out: report}, echo="\n".join(lines),
+    return Result(metrics={out: report}, echo="\n".join(lines),
                   error=("judge_check failed:\n  " + "\n  ".join(failures)) if failures else None)
 
 

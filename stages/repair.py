@@ -97,7 +97,7 @@ def main(params: Params, problems_dir: Path, model_dir: str | None, out_model: P
     report["training"] = {**training, "stage_wall_s": round(time.perf_counter() - t0, 1)}
     log_metrics(report, project=cfg.wandb_project, run_name="repair", job_type="repair",
                 config=cfg.model_dump(mode="json"))
-    return Result(json={metrics_path: report}, resolved={out_dir: cfg}, echo=_echo(report))
+    return Result(metrics={metrics_path: report}, resolved={out_dir: cfg}, echo=_echo(report))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@ from the committed metrics, and the README stays a short page (≤ 10 KB)."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -13,6 +12,8 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
+
+from rlvr.io import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +58,7 @@ def test_results_hook_renders_the_committed_metrics() -> None:
     page = SimpleNamespace(file=SimpleNamespace(src_path="results/x.md"))
     cfg = {"config_file_path": str(ROOT / "mkdocs.yml")}
     out = hook.on_page_markdown("a\n<!-- rlvr:table final-eval -->\nb", page, cfg, None)
-    data = json.loads((ROOT / "metrics/final/eval.json").read_text(encoding="utf-8"))
+    data = read_metrics(ROOT / "metrics/final/eval.json")
     sft = data["phases"]["sft"]["synthetic"]["accepted@1"]
     assert "<!-- rlvr:table" not in out and out.startswith("a\n") and out.endswith("\nb")
     assert f"| sft | {sft:.3f} |" in out

@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import read_appended_jsonl
+from rlvr.io import read_appended_jsonl, read_metrics
 
 LIBS = ("torch", "vllm", "verl", "ray", "transformers", "tokenizers", "tensordict", "flash-attn", "flashinfer-python")
 STEP_KEYS = {"generation_s": "timing_s/gen", "reward_s": "timing_s/reward", "training_s": "timing_s/update_actor",
@@ -141,7 +141,7 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
                     "big_repair": "big_repair"}.get(name)
     m = repo / "metrics" / f"{metrics_file}.json" if metrics_file else None
     if m is not None and m.is_file():
-        metrics = json.loads(m.read_text(encoding="utf-8"))
+        metrics = read_metrics(m) or {}  # scores + cost + provenance parts (rlvr.io.write_metrics)
         if "baseline" in metrics_file:
             ds = {k: v for k, v in metrics.items() if k != "protocol"}
             tok = sum((v.get("avg_generated_tokens") or 0) * (v.get("n_samples") or 0) for v in ds.values())

@@ -50,7 +50,7 @@ from rlvr.eval.provenance import model_hash, tag_of
 from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
-from rlvr.io import atomic_write_json, atomic_write_jsonl
+from rlvr.io import atomic_write_json, atomic_write_jsonl, write_metrics
 
 __all__ = [
     "EvalDataset",
@@ -133,9 +133,13 @@ def budget_metrics(greedy_rows: Sequence[Mapping[str, Any]], k_rows: Sequence[Ma
 
 
 # ---------------------------------------------------------------------------------------------------- phases
-def discover_phases(specs: Sequence[PhaseSpec], root: str | Path = ".") -> tuple[list[tuple[str, Path]], list[str]]:
+def discover_phases(specs: Sequence[PhaseSpec], root: str | Path = ".", seeds: Sequence[int] | None = None
+                    ) -> tuple[list[tuple[str, Path]], list[str]]:
     """``([(phase name, model folder)], [names not run])``: a phase runs when its folder holds ``config.json`` or
-    ``model.json``; seeded specs expand to ``<name>_seed<n>`` over ``<model>/seed-<n>`` folders (numeric order)."""
+    ``model.json``; seeded specs expand to ``<name>_seed<n>`` over ``<model>/seed-<n>`` folders (numeric order).
+
+    ``seeds`` (the top-level ``seeds`` param): exactly these seeds are scored (a folder left over from another seed
+    list is ignored, a missing one is listed as not run, ``<name>_seed<n>``); ``None``: every ``seed-<n>`` on disk."""
     root = Path(root)
     found: list[tuple[str, Path]] = []
     missing: list[str] = []
@@ -145,10 +149,14 @@ def discover_phases(specs: Sequence[PhaseSpec], root: str | Path = ".") -> tuple
 
     for spec in specs:
         d = root / spec.model
-        if spec.seeded:
-            seeds = sorted((int(c.name[5:]), c) for c in d.glob("seed-*") if c.name[5:].isdigit() and ok(c))
-            found.extend((f"{spec.name}_seed{s}", c) for s, c in seeds)
-            if not seeds:
+        if spec.seeded and seeds is not None:
+            for s in sorted(set(seeds)):
+                c = d / f"seed-{s}"
+                (found.append((f"{spec.name}_seed{s}", c)) if ok(c) else missing.append(f"{spec.name}_seed{s}"))
+        elif spec.seeded:
+            on_disk = sorted((int(c.name[5:]), c) for c in d.glob("seed-*") if c.name[5:].isdigit() and ok(c))
+            found.extend((f"{spec.name}_seed{s}", c) for s, c in on_disk)
+            if not on_disk:
                 missing.append(spec.name)
         elif ok(d):
             found.append((spec.name, d))
@@ -169,8 +177,10 @@ def run_eval(
     manifests_dir: str | Path = "data/manifests",
 ) -> dict[str, Any]:
     """Score every existing phase; write ``metrics/eval_<phase>.json``, ``<out_dir>/<phase>/{per_task,samples,
-    journal}/`` and the summary ``metrics/eval.json`` (returned). ``params``: the whole ``params.yaml`` (roles and the
-    tuning-stage check; :func:`check_tuning_stages` runs first). ``make_gen(model_dir)``: the generator of a phase.
+    journal}/`` and the summary ``metrics/eval.json`` (returned); each metrics file is split into scores, cost and
+    provenance (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
+    tuning-stage check, :func:`check_tuning_stages`, which runs first; ``seeds``: the GRPO seeds scored,
+    :func:`discover_phases`). ``make_gen(model_dir)``: the generator of a phase.
     Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing)."""
     params = params or {}
     check_tuning_stages(params, cfg.tuning_stages)
@@ -182,7 +192,8 @@ def run_eval(
     datasets: dict[str, tuple[EvalDataset, list[Problem]]] = {}
     for sel in cfg.datasets:
         datasets[sel.name] = (sel, select_problems(problems_dir, sel))
-    phases, not_run = discover_phases(cfg.phases, root)
+    seeds = params.get("seeds")
+    phases, not_run = discover_phases(cfg.phases, root, [int(s) for s in seeds] if seeds is not None else None)
     judge_info = {"version": getattr(judge, "version", None) or JUDGE_VERSION,
                   "workers": getattr(judge, "workers", None),
                   "output_limit_mb": getattr(judge, "output_limit_mb", None),
@@ -231,13 +242,13 @@ def run_eval(
             "n": cfg.n, "ks": list(cfg.ks), "budget_tokens": cfg.budget_tokens, "judge": judge_info,
             "libraries": libs, "bootstrap": {"B": cfg.bootstrap, "alpha": cfg.alpha, "seed": cfg.seed},
         }
-        atomic_write_json(Path(metrics_dir) / f"eval_{name}.json", report)
+        write_metrics(Path(metrics_dir) / f"eval_{name}.json", report)
         summary["phases"][name] = {ds: {k: m.get(k) for k in ("role", "accepted@1", *[f"pass@{k}" for k in cfg.ks])
                                         if k in m} | {"ci": m["ci"]} for ds, m in report.items() if ds != "protocol"}
     summary["seeds"] = summarise_phases(summary["phases"], cfg.ks)
     if cfg.headline is not None:
         summary["headline"] = headline_block(summary, cfg.headline, cfg.ks)
-    atomic_write_json(Path(metrics_dir) / "eval.json", summary)
+    write_metrics(Path(metrics_dir) / "eval.json", summary)
     return summary
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from rlvr.eval.stats import seed_summary
 from rlvr.io import atomic_write_text
 from rlvr.report import charts
-from rlvr.report.collect import Collected, Phase, TrainingRun, collect, flatten
+from rlvr.report.collect import Collected, Curve, Phase, TrainingRun, collect, flatten
 from rlvr.report.params import ReportParams
 from rlvr.report.quality import final_section, quality_section, repair_section
 from rlvr.report.render import Num, chart, fmt, pre, render_page, table, text
@@ -245,13 +245,45 @@ def build_sections(col: Collected, cfg: ReportParams) -> tuple[list[dict[str, An
     return intro, sections
 
 
+def seed_overlays(col: Collected) -> dict[str, str]:
+    """DVC-plots data for the seeded training curves, seeds overlaid: ``{file name: TSV text}``, one long-format file
+    per seeded stage and curve name (``grpo.tsv``; ``<stage>_<name>.tsv`` for a named curve file), columns ``step``,
+    ``seed`` and every logged column (empty cell where a seed did not log it), rows by seed then step. dvc.yaml's
+    top-level ``plots`` draw them with the ``.dvc/plots/seeds.json`` template (one line per seed), so the overlay
+    follows the ``seeds`` param instead of listing seed files by hand."""
+    out: dict[str, str] = {}
+    for stage, run in sorted(col.training.items()):
+        by_name: dict[str, list[Curve]] = {}
+        for c in run.curves:
+            if c.seed is not None:
+                by_name.setdefault(c.name, []).append(c)
+        for name, curves in sorted(by_name.items()):
+            curves.sort(key=lambda c: c.seed)
+            cols = list(dict.fromkeys(k for c in curves for k in c.columns if k != "step"))
+            lines = ["\t".join(["step", "seed", *cols])]
+            for c in curves:
+                for i in range(len(c.columns["step"])):
+                    cells = [c.columns[k][i] if k in c.columns else None for k in ("step", *cols)]
+                    lines.append("\t".join([_cell(cells[0]), str(c.seed), *(_cell(v) for v in cells[1:])]))
+            out[f"{stage}.tsv" if name == "curves" else f"{stage}_{name}.tsv"] = "\n".join(lines) + "\n"
+    return out
+
+
+def _cell(v: float | None) -> str:
+    """A TSV cell: empty for a missing or NaN value, an integral float without ``.0`` (steps), else ``repr``."""
+    if v is None or v != v:
+        return ""
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
 def build_report(
     cfg: ReportParams,
     metrics_dir: str | Path = "metrics",
     data_dir: str | Path = "data",
     out_path: str | Path = "reports/index.html",
 ) -> dict[str, Any]:
-    """Collect the metrics files, render the page and write it atomically to ``out_path``.
+    """Collect the metrics files, render the page and write it atomically to ``out_path``; write the seeds-overlaid
+    curve data for ``dvc plots`` (:func:`seed_overlays`) to ``<out_path's folder>/plots/``.
 
     Returns a summary ``{"phases": [...], "final_phases": [...], "training": [...], "not_run": [...], "charts": n,
     "bytes": size}``.
@@ -260,6 +292,8 @@ def build_report(
     intro, sections = build_sections(col, cfg)
     html = render_page(cfg.title, sections, intro)
     atomic_write_text(out_path, html)
+    for name, tsv in seed_overlays(col).items():
+        atomic_write_text(Path(out_path).parent / "plots" / name, tsv)
     n_charts = sum(1 for s in sections for b in s["blocks"] if b["kind"] == "chart")
     return {"phases": [p.name for p in col.phases], "final_phases": [p.name for p in col.final_phases],
             "training": sorted(col.training), "not_run": _not_run(col, cfg), "charts": n_charts,

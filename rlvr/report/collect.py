@@ -18,6 +18,11 @@ Files and what they become (everything optional; absent ones are reported as "no
 * ``metrics/repair.json`` is also kept whole (``Collected.repair``: after-training metrics per dataset, optional
   ``before``/``training``/``protocol`` blocks) for the repair section.
 
+Layout (:func:`rlvr.io.layout_paths`): each ``metrics/<rel>.json`` is the scores part of a stage's report; its
+cost and provenance parts are ``metrics/cost/<rel>.json`` and ``metrics/provenance/<rel>.json``. Every file is read
+whole (:func:`rlvr.io.read_metrics` merges the three parts), so the sections below see one dict per report, and a
+report with no scores (governance) is found by its other parts.
+
 Seeds: a name or path part matching ``seed[-_]?<n>`` (``eval_grpo_seed1.json``, ``metrics/grpo/seed-2/train.tsv``,
 ``grpo@1``-style ``_<n>`` suffixes are *not* guessed) gives the seed; the phase/stage is the name without it.
 """
@@ -32,6 +37,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rlvr.io import layout_paths, metric_names, read_metrics
 
 __all__ = [
     "FINAL_DIR",
@@ -213,14 +220,16 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
 
     def load(path: Path) -> Any:
         try:
-            data = read_json(path)
+            data = read_metrics(path)
         except (OSError, ValueError) as exc:
             out.problems[str(path)] = str(exc)
             return None
-        out.sources[str(path)] = _sha(path)
+        for part in layout_paths(path):
+            if part.is_file():
+                out.sources[str(part)] = _sha(part)
         return data
 
-    for path in sorted(metrics_dir.glob("*.json")):
+    for path in (metrics_dir / name for name in metric_names(metrics_dir)):
         stem = path.stem
         data = load(path)
         if data is None:
@@ -253,7 +262,8 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
 
     _collect_final(out, metrics_dir / FINAL_DIR, data_dir, order, load)
 
-    for sub in sorted(p for p in metrics_dir.iterdir() if p.is_dir()):
+    mirrors = {p.parent for p in layout_paths(metrics_dir / "x.json")[1:]}
+    for sub in sorted(p for p in metrics_dir.iterdir() if p.is_dir() and p not in mirrors):
         stage_base, stage_seed = split_seed(sub.name)
         for tsv in sorted(sub.rglob("*.tsv")):
             rel = tsv.relative_to(sub).with_suffix("").as_posix()
@@ -278,9 +288,7 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
 def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[str],
                    load: Any) -> None:
     """The final eval stage's files (module doc) into ``out.final_summary`` / ``out.final_phases``."""
-    if not final_dir.is_dir():
-        return
-    for path in sorted(final_dir.glob("*.json")):
+    for path in (final_dir / name for name in metric_names(final_dir)):
         data = load(path)
         if data is None:
             continue

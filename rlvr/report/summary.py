@@ -1,23 +1,24 @@
 """The readable end of a run: ``rlvr summary`` prints, per dataset, one row per phase with accepted@1 and pass@k (with
 their 95 % bootstrap CIs) and the change from the previous phase, then where the report is.
 
-Reads only ``metrics/final/eval.json`` (the ``eval`` stage's summary: ``phases`` → dataset → ``role``, ``accepted@1``,
-``pass@k``, ``ci`` → metric → ``lo``/``hi``; ``seeds`` → seeded base → dataset → metric → ``mean``/``std``/``n``;
-``not_run``). Phases are shown in pipeline order (:data:`PHASE_ORDER`, the ``report.phase_order`` default; unknown
-names last, by name). The *previous phase* of a phase is the closest phase before it in that order whose base name
-differs (``grpo_seed1`` and ``grpo_seed2`` both compare with ``dpo``); when that previous phase is seeded, the mean over
-its seeds is the reference (``repair`` compares with the GRPO seed mean). ``dvc metrics show`` stays available for
-every number.
+Reads only ``metrics/final/eval.json`` and its provenance part (:func:`rlvr.io.read_metrics`): the ``eval`` stage's
+summary, ``phases`` → dataset → ``role``, ``accepted@1``, ``pass@k``, ``ci`` → metric → ``lo``/``hi``; ``seeds`` →
+seeded base → dataset → metric → ``mean``/``std``/``n``; ``not_run``. Phases are shown in pipeline order
+(:data:`PHASE_ORDER`, the ``report.phase_order`` default; unknown names last, by name). The *previous phase* of a phase
+is the closest phase before it in that order whose base name differs (``grpo_seed1`` and ``grpo_seed2`` both compare
+with ``dpo``); when that previous phase is seeded, the mean over its seeds is the reference (``repair`` compares with
+the GRPO seed mean). ``dvc metrics show`` shows every score, ``rlvr cost`` the time spent.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+
+from rlvr.io import read_metrics
 
 __all__ = ["PHASE_ORDER", "base_phase", "format_summary", "load_summary", "main", "summary_rows"]
 
@@ -47,9 +48,9 @@ def load_summary(path: str | Path) -> dict[str, Any]:
     """The ``eval`` stage's summary JSON. Raises ``FileNotFoundError`` naming the file and the stage that writes it,
     ``ValueError`` naming the file when it has no ``phases`` object."""
     p = Path(path)
-    if not p.is_file():
+    data = read_metrics(p)
+    if data is None:
         raise FileNotFoundError(f"{p}: not found; the eval stage writes it (dvc repro eval)")
-    data = json.loads(p.read_text(encoding="utf-8"))
     if not isinstance(data, dict) or not isinstance(data.get("phases"), dict):
         raise ValueError(f"{p}: field 'phases': missing or not an object (not an eval-stage summary)")
     return data
@@ -146,7 +147,7 @@ def format_summary(summary: Mapping[str, Any], report: str | Path | None = None)
     if report is not None:
         rp = Path(report)
         lines.append(f"report: {rp.resolve()}" if rp.is_file() else f"report: {rp} (not built yet: dvc repro report)")
-    lines.append("every metric: dvc metrics show; phase diffs: dvc exp diff (docs/evaluation.md)")
+    lines.append("scores: dvc metrics show; time spent: rlvr cost; phase diffs: dvc exp diff (docs/evaluation.md)")
     return "\n".join(lines)
 
 

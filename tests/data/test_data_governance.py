@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from rlvr.data.governance import GovernanceParams, fill_expected, load_configured, run_governance
 from rlvr.data.schema import AssertTest, CallTest, Problem, read_problems
+from rlvr.io import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -143,7 +144,7 @@ def test_stages_end_to_end_without_judge(tmp_path):
     assert r.exit_code == 0, r.output
     apps = read_problems(tmp_path / "gov" / "problems" / "apps.jsonl")
     assert len(apps) == 128  # 22 repeated records dropped by exact dedup
-    metrics = json.loads((tmp_path / "m.json").read_text())
+    metrics = read_metrics(tmp_path / "m.json")
     assert metrics["problems_per_dataset"] == {"apps": 128, "mbpp": 20}
     assert metrics["bad_data"] == 22 and metrics["exact_dups"] == 0  # APPS repeats: listed as duplicate_id
     removed = [json.loads(line) for line in (tmp_path / "gov" / "removed.jsonl").read_text().splitlines()]

@@ -21,6 +21,7 @@ from rlvr.eval.final import (
     run_eval,
 )
 from rlvr.generate import Completion, GenerationStats, SamplingParams
+from rlvr.io import read_metrics
 from rlvr.judge.verdict import JudgeResult
 
 PROBLEMS = [Problem(id=f"syn/{i}", source="syn", split="dev", statement=f"Print {i}.",
@@ -161,6 +162,10 @@ def test_model_hash_and_discovery(tmp_path):
     found, missing = discover_phases(cfg.phases, tmp_path)
     assert [n for n, _ in found] == ["baseline", "sft", "grpo_seed2", "grpo_seed10"]
     assert missing == ["dpo", "repair"]
+    # the `seeds` param decides: a leftover seed folder is ignored, a missing seed is listed as not run
+    found, missing = discover_phases(cfg.phases, tmp_path, seeds=[2, 3])
+    assert [n for n, _ in found] == ["baseline", "sft", "grpo_seed2"]
+    assert missing == ["dpo", "grpo_seed3", "repair"]
     with pytest.raises(FileNotFoundError):
         model_hash(tmp_path / "nothing")
 
@@ -175,7 +180,7 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data" / "eval",
                        tmp_path / "metrics", params=params, root=tmp_path)
     assert summary["not_run"] == ["sft", "dpo", "repair"]
-    m = json.loads((tmp_path / "metrics" / "eval_grpo_seed1.json").read_text())
+    m = read_metrics(tmp_path / "metrics" / "eval_grpo_seed1.json")
     assert m["syn"]["accepted@1"] == 0.5 and m["syn"]["pass@2"] == 0.5 and m["syn"]["role"] == "dev"
     assert m["syn"]["eval@budget"]["accepted@1"] == pytest.approx(2 / 6)  # tasks 0 and 2 (tokens 0, 20 <= 25)
     ci = m["syn"]["ci"]["accepted@1"]
@@ -186,7 +191,7 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     pt = json.loads((tmp_path / "data" / "eval" / "grpo_seed1" / "per_task" / "syn.json").read_text())
     assert pt["syn/0"] == {"n": 2, "c": 2, "first": "accepted", "pass@1": 1.0, "pass@2": 1.0}
     assert summary["seeds"]["grpo"]["syn"]["accepted@1"] == {"mean": 0.5, "std": 0.0, "n": 2}
-    assert json.loads((tmp_path / "metrics" / "eval.json").read_text()) == summary
+    assert read_metrics(tmp_path / "metrics" / "eval.json") == summary
 
 
 def test_run_eval_refuses_test_set_in_tuning_stage(tmp_path):

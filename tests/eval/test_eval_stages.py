@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.data.schema import AssertTest, Problem, write_problems
+from rlvr.io import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,7 +73,7 @@ def test_baseline_stage_samples_backend_real_judge(tmp_path):
         f"  samples: {{humaneval: {samples}}}\n")
     r = _run([str(ROOT / "stages" / "baseline.py"), "--problems-dir", str(pdir)], tmp_path)
     assert r.returncode == 0, r.stderr
-    m = json.loads((tmp_path / "metrics" / "baseline.json").read_text())
+    m = read_metrics(tmp_path / "metrics" / "baseline.json")
     v = {k: c["count"] for k, c in m["humaneval"]["verdicts"].items() if c["count"]}
     assert v == {"accepted": 1, "wrong_answer": 1, "syntax_error": 1}
     assert m["humaneval"]["accepted@1"] == pytest.approx(1 / 3)

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from rlvr.data.synthetic import SyntheticParams, completion_for, generate_from_params
 from rlvr.eval.baseline import DatasetSelection
+from rlvr.io import read_metrics
 from rlvr.repair.eval import RepairParams, default_model, select_repair_problems
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +60,7 @@ def test_repair_stage_cli(tmp_path):
     res = CliRunner().invoke(_stage(), ["--params", str(params), "--problems-dir", str(tmp_path / "none"),
                                         "--out-dir", str(tmp_path / "out"), "--metrics", str(metrics)])
     assert res.exit_code == 0, res.output
-    m = json.loads(metrics.read_text())["synthetic"]
+    m = read_metrics(metrics)["synthetic"]
     assert m["recovery_rate"] == 0.5 and m["first_turn_failures"] == 2
     assert m["accepted_at_turn"] == pytest.approx([1 / 3, 2 / 3, 2 / 3])
     assert m["mean_turns"] == pytest.approx((2 + 3 + 1) / 3) and m["sandbox_errors"] == 0

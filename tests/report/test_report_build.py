@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the report draws with matplotlib (add it to the project dependencies)")
 
+from rlvr.io import read_metrics
 from rlvr.report import ReportParams, build_report
 
 IMG_RE = re.compile(r'<img class="chart" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)">')
@@ -52,7 +53,7 @@ def test_full_report_sections_and_charts(built):
 @pytest.mark.slow
 def test_full_report_numbers(built):
     root, _, html = built
-    base = json.loads((root / "metrics" / "baseline.json").read_text())
+    base = read_metrics(root / "metrics" / "baseline.json")
     acc = base["synthetic"]["accepted@1"]
     # accepted@1 with its CI: "value [lo, hi]"
     m = re.search(r'<td class="text">synthetic</td><td class="text">baseline</td><td>30</td><td>4</td>'
@@ -168,7 +169,7 @@ def test_final_eval_section_shows_metrics_final_numbers(complete):
     sec = _section(html, "final")
     # every phase x dataset row carries the value and the CI the eval stage wrote (not recomputed)
     for phase in summary["final_phases"]:
-        m = json.loads((root / "metrics" / "final" / f"eval_{phase}.json").read_text())
+        m = read_metrics(root / "metrics" / "final" / f"eval_{phase}.json")
         for ds, role in (("heval", "test"), ("syn", "dev")):
             ci = m[ds]["ci"]["accepted@1"]
             row = re.search(rf'<td class="text">{ds}</td><td class="text">{role}</td><td class="text">{phase}</td>'
@@ -177,13 +178,13 @@ def test_final_eval_section_shows_metrics_final_numbers(complete):
             n, v, lo, hi = int(row[1]), *map(float, row.groups()[1:])
             assert n == m[ds]["dataset"]["n_problems"]
             assert (v, lo, hi) == pytest.approx((ci["value"], ci["lo"], ci["hi"]), abs=1e-3)
-    base = json.loads((root / "metrics" / "final" / "eval_baseline.json").read_text())
-    best = json.loads((root / "metrics" / "final" / "eval_grpo_seed2.json").read_text())
+    base = read_metrics(root / "metrics" / "final" / "eval_baseline.json")
+    best = read_metrics(root / "metrics" / "final" / "eval_grpo_seed2.json")
     assert base["heval"]["accepted@1"] == pytest.approx(0.2) and best["heval"]["accepted@1"] == 1.0  # real spread
     assert re.search(r'<td class="text">syn</td><td class="text">dev</td><td class="text">grpo_seed1</td>'
                      r"<td>12</td><td>[^<]+</td><td>[^<]+</td><td>([0-9.]+) \[", sec)  # pass@2 with CI on syn
     # seeds: mean ± std from metrics/final/eval.json → seeds
-    s = json.loads((root / "metrics" / "final" / "eval.json").read_text())["seeds"]["grpo"]["heval"]["accepted@1"]
+    s = read_metrics(root / "metrics" / "final" / "eval.json")["seeds"]["grpo"]["heval"]["accepted@1"]
     assert s["n"] == 2 and s["std"] > 0
     row = re.search(r'<td class="text">heval</td><td class="text">test</td><td class="text">grpo</td><td>2</td>'
                     r"<td>([0-9.]+) ± ([0-9.]+)</td>", sec)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from test_verl_launch import STEPS, FakeRunner
 from train_fixtures import FakeJudge, small_family
 
 from rlvr.data.schema import write_problems
+from rlvr.io import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"
@@ -65,10 +65,10 @@ def test_grpo_stage_verl_writes_overrides(env, monkeypatch):
     assert "algorithm.adv_estimator=grpo" in ov and "actor_rollout_ref.model.path=Qwen/X" in ov
     assert "data.train_batch_size=16" in ov
     assert any("verl.trainer.main_ppo" in a for a, _ in runner.calls)
-    m = json.loads((env / "metrics/grpo/seed-1.json").read_text())
+    m = read_metrics(env / "metrics/grpo/seed-1.json")
     assert m["engine"] == "verl" and m["seed"] == 1 and m["reward_mode"] == "sparse"
     assert (env / "metrics/grpo/seed-1.tsv").is_file()
-    assert json.loads((env / "metrics/eval_grpo_seed1.json").read_text()) == {"synthetic": {}}
+    assert read_metrics(env / "metrics/eval_grpo_seed1.json") == {"synthetic": {}}
     assert evals[0][0] == "models/grpo/seed-1"
 
 
@@ -87,7 +87,7 @@ def test_sft_stage_verl_writes_parquet_and_overrides(env, monkeypatch):
     assert res.exit_code == 0, res.output
     assert "verl.trainer.sft_trainer" in (env / "models/sft/verl_overrides.txt").read_text() or any(
         "verl.trainer.sft_trainer" in a for a, _ in runner.calls)
-    m = json.loads((env / "metrics/sft.json").read_text())
+    m = read_metrics(env / "metrics/sft.json")
     assert m["engine"] == "verl" and m["sft_set"]["accepted"] == 12  # the 12 train references of the small family
     parquet = next((env / "cache/train/sft").glob("*/sft_train.parquet"))
     assert pq.read_table(parquet).num_rows == 12

@@ -1,0 +1,84 @@
+"""``rlvr cost``: what the run spent, per stage: the cost files that the stages write beside their metrics
+(:func:`rlvr.io.write_metrics`: seconds, throughput, memory and tokens spent, in ``metrics/cost/<path of the metrics
+file>``). They are plain DVC outs, not ``metrics``, so ``dvc metrics diff`` stays about scores; this command (or
+``dvc metrics show metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
+
+    rlvr cost                      # every cost file, one block per file: flattened key, value
+    rlvr cost final/eval_sft sft   # only files whose path (under metrics/cost/) contains one of these strings
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+__all__ = ["cost_files", "format_cost", "main"]
+
+
+def cost_files(metrics_dir: str | Path = "metrics", match: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """``{path under metrics/cost/ without .json: cost dict}`` for every ``metrics/cost/**/*.json`` (sorted), only
+    those whose path contains one of ``match`` when given. Raises ``ValueError`` naming a file that is not a JSON
+    object."""
+    root = Path(metrics_dir) / "cost"
+    out: dict[str, dict[str, Any]] = {}
+    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
+        rel = path.relative_to(root).with_suffix("").as_posix()
+        if match and not any(m in rel for m in match):
+            continue
+        out[rel] = _read(path)
+    return out
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """One cost file alone (not merged with the scores beside it). Raises ``ValueError`` naming the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
+def _flat(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in obj.items():
+        if isinstance(v, Mapping) and v:
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "-" if v is None else str(v)
+
+
+def format_cost(files: Mapping[str, Mapping[str, Any]]) -> str:
+    """One block per file: its name, then ``key  value`` lines (flattened keys, floats to 4 significant digits,
+    ``None`` as ``-``)."""
+    blocks = []
+    for name, data in files.items():
+        flat = _flat(data)
+        width = max((len(k) for k in flat), default=0)
+        blocks.append("\n".join([name, *(f"  {k:<{width}}  {_fmt(v)}" for k, v in flat.items())]))
+    return "\n\n".join(blocks) if blocks else "no cost files (run the pipeline: dvc repro)"
+
+
+@click.command("cost")
+@click.argument("match", nargs=-1)
+@click.option("--metrics-dir", default="metrics", show_default=True, type=click.Path(path_type=Path))
+def main(match: tuple[str, ...], metrics_dir: Path) -> None:
+    """Seconds, throughput, memory and tokens spent per stage (metrics/cost/), optionally only files whose path
+    contains one of MATCH."""
+    try:
+        files = cost_files(metrics_dir, match)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(format_cost(files))

@@ -1,0 +1,34 @@
+"""``rlvr cost`` (the cost files beside the metrics) and the seeds-overlaid curve data the report writes for
+``dvc plots`` (reports/plots/<stage>.tsv)."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from rlvr.io import write_metrics
+from rlvr.report.build import seed_overlays
+from rlvr.report.collect import collect
+from rlvr.report.cost import main as cost_main
+
+
+def test_rlvr_cost_prints_the_cost_files_only(tmp_path):
+    m = tmp_path / "metrics"
+    write_metrics(m / "sft.json", {"dev": {"accepted@1": 0.7}, "train_runtime_s": 1.805, "steps": 240})
+    write_metrics(m / "final" / "eval_sft.json", {"syn": {"accepted@1": 0.5, "judge_s_mean": 0.0123456}})
+    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m)])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[:2] == ["final/eval_sft", "  syn.judge_s_mean  0.01235"]
+    assert "train_runtime_s  1.805" in res.output and "accepted@1" not in res.output and "steps" not in res.output
+    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m), "final/"])
+    assert res.output.splitlines()[0] == "final/eval_sft" and "train_runtime_s" not in res.output
+
+
+def test_seed_overlays_put_every_seed_in_one_long_table(tmp_path):
+    m = tmp_path / "metrics"
+    (m / "grpo").mkdir(parents=True)
+    (m / "grpo" / "seed-1.tsv").write_text("step\treward_mean\n5\t0.25\n10\t0.5\n")
+    (m / "grpo" / "seed-2.tsv").write_text("step\treward_mean\taccepted\n5\t0.1\t0.2\n")
+    (m / "sft").mkdir()
+    (m / "sft" / "curves.tsv").write_text("step\tloss\n1\t2.0\n")
+    out = seed_overlays(collect(m, tmp_path / "data"))
+    assert out == {"grpo.tsv": "step\tseed\treward_mean\taccepted\n5\t1\t0.25\t\n10\t1\t0.5\t\n5\t2\t0.1\t0.2\n"}

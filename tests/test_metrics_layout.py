@@ -1,0 +1,143 @@
+"""The metrics layout (issue 29, rlvr.io.write_metrics): the DVC metrics files hold scores only; cost and provenance
+go beside them, losslessly; dvc.yaml declares the parts of every metrics file, the seeds follow `seeds`, and every
+plot is declared once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlvr.io import layout_paths, merge_metrics, metric_names, read_metrics, split_metrics, write_metrics
+
+ROOT = Path(__file__).resolve().parents[1]
+DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+
+#: the shapes the stages write (baseline-style eval, final eval, repair, training summary), abridged
+EVAL = {"synthetic": {"accepted@1": 0.5, "pass@1": 0.5, "pass@4": 0.75, "pass_ratio_mean": 0.6, "n_tasks": 18,
+                      "gen_wall_s": 3.2, "judge_s_mean": 0.01, "judge_s_p95": 0.02, "throughput_tokens_per_s": 400.0,
+                      "avg_generated_tokens": 52.5, "verdicts": {"accepted": {"count": 9, "fraction": 0.5},
+                                                                 "runtime_error": {"count": 9, "fraction": 0.5}},
+                      "ci": {"accepted@1": {"lo": 0.3, "hi": 0.7, "value": 0.5, "n": 18, "B": 1000, "alpha": 0.05}},
+                      "eval@k": {"pass@1": 0.5, "gen_wall_s": 1.0}, "role": "dev", "greedy": True,
+                      "eval@budget": {"accepted@1": 0.4}, "evalplus": {"base": {"accepted@1": 0.6}},
+                      "dataset": {"problems_sha256": "ab" * 32, "n_problems": 18}},
+        "protocol": {"model": "models/sft", "judge": {"version": "rlvr-judge/2", "output_limit_mb": 64},
+                     "libraries": {"torch": "2.5.1"}}}
+TRAIN = {"dev": {"accepted@1": 0.7, "pass_ratio": 0.7, "by_template": {"add": 1.0}}, "train_loss": 1.01437,
+         "train_runtime_s": 1.8, "steps": 240, "seed": 1, "reward_last": 0.4}
+REPAIR = {"synthetic": {"recovery_rate": 0.8, "final_accepted": 0.9, "accepted_at_turn": [0.6, 0.9], "judge_s": 0.3},
+          "training": {"rollout_s": 56.6, "stage_wall_s": 69.4, "steps": 20, "engine": "local"}}
+SUMMARY = {"phases": {"sft": {"synthetic": {"accepted@1": 0.5, "ci": {"accepted@1": {"lo": 0.3, "hi": 0.7}}}}},
+           "seeds": {"grpo": {"synthetic": {"accepted@1": {"mean": 0.6, "std": 0.1, "n": 2}}}},
+           "headline": {"phase": "grpo", "seeds": 2, "synthetic": {"accepted@1": 0.6, "role": "dev"}}, "not_run": []}
+
+
+def _leaves(obj: dict, prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for k, v in obj.items():
+        out.update(_leaves(v, f"{prefix}{k}.") if isinstance(v, dict) and v else {f"{prefix}{k}": v})
+    return out
+
+
+@pytest.mark.parametrize("report", [EVAL, TRAIN, REPAIR, SUMMARY])
+def test_split_is_lossless(report):
+    assert merge_metrics(*split_metrics(report)) == report
+
+
+def test_scores_are_scores_cost_is_measured_and_the_rest_is_provenance():
+    scores, cost, prov = (_leaves(p) for p in split_metrics(EVAL))
+    assert set(scores) == {"synthetic.accepted@1", "synthetic.pass@1", "synthetic.pass@4", "synthetic.pass_ratio_mean",
+                           "synthetic.ci.accepted@1.lo", "synthetic.ci.accepted@1.hi"}
+    assert set(cost) == {"synthetic.gen_wall_s", "synthetic.judge_s_mean", "synthetic.judge_s_p95",
+                         "synthetic.throughput_tokens_per_s", "synthetic.avg_generated_tokens",
+                         "synthetic.eval@k.gen_wall_s"}
+    assert {"synthetic.verdicts.accepted.count", "synthetic.ci.accepted@1.value", "synthetic.eval@k.pass@1",
+            "synthetic.dataset.problems_sha256", "protocol.judge.output_limit_mb", "protocol.libraries.torch",
+            "synthetic.role", "synthetic.greedy", "synthetic.eval@budget.accepted@1",
+            "synthetic.evalplus.base.accepted@1"} <= set(prov)
+    # training summaries: the dev scores only; loss and reward (last bits vary run to run) are provenance
+    scores, cost, prov = (_leaves(p) for p in split_metrics(TRAIN))
+    assert set(scores) == {"dev.accepted@1", "dev.pass_ratio"}
+    assert set(cost) == {"train_runtime_s"} and {"train_loss", "reward_last", "dev.by_template.add"} <= set(prov)
+    scores, cost, _ = (_leaves(p) for p in split_metrics(REPAIR))
+    assert set(scores) == {"synthetic.recovery_rate", "synthetic.final_accepted"}
+    assert set(cost) == {"synthetic.judge_s", "training.rollout_s", "training.stage_wall_s"}
+    scores, _, _ = (_leaves(p) for p in split_metrics(SUMMARY))
+    assert set(scores) == {"seeds.grpo.synthetic.accepted@1.mean", "seeds.grpo.synthetic.accepted@1.std",
+                           "headline.synthetic.accepted@1"}  # the phases copy is provenance
+
+
+def test_layout_paths_mirror_under_the_metrics_folder(tmp_path):
+    assert layout_paths("metrics/final/eval_sft.json") == (
+        Path("metrics/final/eval_sft.json"), Path("metrics/cost/final/eval_sft.json"),
+        Path("metrics/provenance/final/eval_sft.json"))
+    assert layout_paths(tmp_path / "m.json")[1:] == (tmp_path / "cost" / "m.json", tmp_path / "provenance" / "m.json")
+
+
+def test_write_then_read_gives_the_report_back(tmp_path):
+    root = tmp_path / "metrics"
+    scores, cost, prov = write_metrics(root / "eval_sft.json", EVAL)
+    assert json.loads(scores.read_text())["synthetic"]["accepted@1"] == 0.5
+    assert "gen_wall_s" in cost.read_text() and "problems_sha256" in prov.read_text()
+    assert read_metrics(root / "eval_sft.json") == EVAL
+    write_metrics(root / "governance.json", {"problems_after": 10})  # no scores: still found, read whole
+    assert metric_names(root) == ["eval_sft.json", "governance.json"]
+    assert read_metrics(root / "governance.json") == {"problems_after": 10}
+    assert read_metrics(root / "absent.json") is None
+    (root / "bad.json").write_text("[1]")
+    with pytest.raises(ValueError, match=r"bad\.json: expected a JSON object"):
+        read_metrics(root / "bad.json")
+
+
+def test_committed_metrics_files_keep_a_few_dozen_scores_each():
+    """Every committed metrics file, whatever layout it was written in, splits into at most 50 scores."""
+    metrics = ROOT / "metrics"
+    folders = [metrics, metrics / "final", metrics / "grpo"]
+    for folder in folders:
+        for name in metric_names(folder):
+            scores = _leaves(split_metrics(read_metrics(folder / name))[0])
+            assert len(scores) <= 50, f"{folder / name}: {len(scores)} scores"
+
+
+def _stage_defs():
+    for name, st in DVC["stages"].items():
+        yield name, st.get("do", st)
+
+
+def _paths(entries) -> list[str]:
+    return [e if isinstance(e, str) else next(iter(e)) for e in entries or []]
+
+
+def test_every_declared_metrics_file_declares_its_cost_and_provenance_parts():
+    for name, st in _stage_defs():
+        outs = set(_paths(st.get("outs")))
+        for m in _paths(st.get("metrics")):
+            _, cost, prov = layout_paths(m if m.endswith(".json") else f"{m}/x.json")
+            want = {str(cost), str(prov)} if m.endswith(".json") else {str(cost.parent), str(prov.parent)}
+            assert want <= outs, f"stage {name}: metrics {m} without outs {sorted(want - outs)}"
+
+
+def _curves(path: str, props: dict | None) -> list[tuple[str, str]]:
+    """(file, column) pairs a plot definition draws."""
+    y = (props or {}).get("y")
+    if isinstance(y, dict):
+        return [(f, c) for f, cols in y.items() for c in ([cols] if isinstance(cols, str) else cols)]
+    return [(path, c) for c in ([y] if isinstance(y, str) else (y or ["*"]))]
+
+
+def test_each_curve_is_declared_once_and_no_seed_is_listed_by_hand():
+    curves: list[tuple[str, str]] = []
+    for entry in DVC.get("plots", []):
+        key, props = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)
+        curves += _curves(key, props)
+    for _, st in _stage_defs():
+        for entry in st.get("plots") or []:
+            key, props = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)
+            curves += [(f, "*") for f, _ in _curves(key, props)]  # a stage plot draws its whole file
+    files = {f for f, _ in curves}
+    assert len(curves) == len(set(curves)), f"a curve declared twice: {sorted(curves)}"
+    assert all((f, "*") not in curves or sum(g == f for g, _ in curves) == 1 for f in files), "file drawn twice"
+    assert not [f for f in files if "seed-" in f and "${" not in f], "seed files listed by hand in plots"
