@@ -164,6 +164,37 @@ def _fill_missing_expected(problems: list[Any], judge: Any) -> list[Any]:
     return [filled.get(p.id, p) for p in problems]
 
 
+def _checked_judge(factory: Any) -> Any:
+    """``factory()`` (the process-wide judge) after :func:`rlvr.judge.preflight.preflight`, wrapped to count its
+    verdicts (:class:`~rlvr.judge.preflight.GuardedJudge`, ceiling ``judge.max_sandbox_error_share`` of
+    ``./params.yaml`` when that file has a ``judge`` section, else 0.05). Raises ``click.ClickException`` with the
+    preflight's one sentence (where the judge is, what failed) when the judge does not work."""
+    from rlvr.config import ConfigError
+    from rlvr.judge.preflight import GuardedJudge, JudgeParams, JudgeUnavailable, load_judge_params, preflight
+
+    try:
+        cfg = load_judge_params("params.yaml") if Path("params.yaml").is_file() else JudgeParams()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    judge = factory()
+    if cfg.preflight:
+        try:
+            preflight(judge)
+        except JudgeUnavailable as exc:
+            raise click.ClickException(str(exc)) from exc
+    return GuardedJudge(judge, cfg.max_sandbox_error_share)
+
+
+def _check_sandbox_errors(judge: Any) -> None:
+    """``click.ClickException`` (one line, nothing written) when ``judge``'s ``sandbox_error`` share is too high."""
+    from rlvr.judge.preflight import SandboxErrorShareExceeded
+
+    try:
+        judge.check_sandbox_errors()
+    except SandboxErrorShareExceeded as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 @main.command("judge")
 @click.option("--dataset", "dataset", required=True, metavar="NAME[:VERSION]",
               help="dataset spec, e.g. humanevalplus or humanevalplus:v0.1.10")
@@ -201,7 +232,7 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
             )
         chosen.append(p)
     click.echo(f"judging {len(samples)} sample(s) of {len({p.id for p in chosen})} problem(s) from {origin}", err=True)
-    judge = client.get_judge()
+    judge = _checked_judge(client.get_judge)
     needed = _fill_missing_expected(list({p.id: p for p in chosen}.values()), judge)
     by_id = {p.id: p for p in needed}
     items = []
@@ -210,6 +241,7 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
         code = s["code"] if s["kind"] == "solution" else p.starter_code + s["code"]
         items.append((p, code))
     results = judge.judge_many(items)
+    _check_sandbox_errors(judge)
     rows = [
         {"task_id": s["task_id"], "problem_id": p.id, "verdict": r.verdict, "passed": r.passed, "total": r.total,
          "pass_ratio": r.pass_ratio, "judge_s": round(r.judge_s, 4), "message": r.message, **group_statuses(p, r)}

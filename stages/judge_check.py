@@ -22,8 +22,9 @@ from rlvr.data.schema import read_problems
 from rlvr.judge import JUDGE_VERSION
 from rlvr.judge.check import check_references
 from rlvr.judge.client import get_judge
+from rlvr.judge.preflight import open_judge
 from rlvr.progress import progress
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.stage import Params, Result, option, stage
 
 
 class JudgeCheckParams(Section):
@@ -45,7 +46,7 @@ def main(params: Params, problems_dir: str, out: Path) -> Result:
     sets = [(path.stem, lambda path=path: read_problems(path)) for path in sorted(Path(problems_dir).glob("*.jsonl"))]
     sets += [(f"{name.replace(':', '-')}-all", lambda name=name: load(name)) for name in cfg.full_datasets]
     lines, failures = [], []
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         for key, problems in progress(sets, desc="judge_check", unit="dataset"):
             res = check_references(problems(), judge, cfg.max_listed)
             report[key] = res

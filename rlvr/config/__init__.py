@@ -6,7 +6,9 @@ Each stage reads exactly its own section of ``params.yaml`` into a pydantic mode
 
 from __future__ import annotations
 
+import difflib
 import json
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -77,7 +79,9 @@ def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
 def load_section(name: str, model: type[S], path: str | Path = "params.yaml") -> S:
     """Validate section ``name`` of ``params.yaml`` into ``model``.
 
-    Raises :class:`ConfigError` naming the file, section and offending field (pydantic's location) on error.
+    Raises :class:`ConfigError` naming the file, section and offending field (pydantic's location) on error, one
+    line, with the nearest valid key for an unknown one (``params.yaml: baseline.batch_sise: Extra inputs are not
+    permitted (did you mean 'batch_size'?)``).
     """
     params = load_params(path)
     if name not in params:
@@ -85,8 +89,36 @@ def load_section(name: str, model: type[S], path: str | Path = "params.yaml") ->
     try:
         return model.model_validate(params[name])
     except ValidationError as exc:
-        errs = "; ".join(f"{name}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        errs = "; ".join(f"{name}.{'.'.join(map(str, e['loc']))}: {e['msg']}{_did_you_mean(model, e)}"
+                         for e in exc.errors())
         raise ConfigError(f"{path}: {errs}") from exc
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the last key of ``loc`` (``None`` when the path leaves nested models)."""
+    for key in loc:
+        field = model.model_fields.get(str(key)) if isinstance(key, str) else None
+        if field is None:
+            return None
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        nested = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if nested is None:
+            return None
+        model = nested
+    return model
+
+
+def _did_you_mean(model: type[BaseModel], err: Any) -> str:
+    """`` (did you mean 'batch_size'?)`` for an unknown key close to a valid one (:func:`difflib.get_close_matches`,
+    cutoff 0.6), else ``""``."""
+    if err.get("type") != "extra_forbidden" or not err.get("loc"):
+        return ""
+    holder = _model_at(model, tuple(err["loc"][:-1]))
+    if holder is None:
+        return ""
+    names = [f.alias or n for n, f in holder.model_fields.items()]
+    close = difflib.get_close_matches(str(err["loc"][-1]), names, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def dump_resolved(section: BaseModel, out_dir: str | Path) -> Path:
