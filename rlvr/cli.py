@@ -5,6 +5,7 @@ Commands::
     rlvr sandbox serve --host 127.0.0.1 --port 8080 [--workers N]    # the judge as an HTTP server
     rlvr judge --dataset humanevalplus --samples samples.jsonl --out verdicts.jsonl
     rlvr summary                                                   # the run's result per phase and dataset
+    rlvr --version                                                 # rlvr's version (rlvr.__version__)
 
 Subcommand modules are imported only when that subcommand runs, so ``rlvr --help`` stays fast. To add a command
 that lives in another module, add ``"name": "package.module:command_object"`` to :data:`LAZY_SUBCOMMANDS` (the
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import click
+
+from rlvr import __version__
 
 __all__ = ["LAZY_SUBCOMMANDS", "LazyGroup", "main"]
 
@@ -50,6 +53,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="rlvr", message="%(prog)s %(version)s")
 def main() -> None:
     """rlvr: reinforcement learning from verifiable rewards for coding LLMs (judge, data, training, eval)."""
 
