@@ -42,8 +42,10 @@ $(STAMP): pyproject.toml requirements/lock.txt
 	$(BIN)/pip install -q --disable-pip-version-check -c requirements/lock.txt -e ".[dev]"
 	touch $(STAMP)
 
-# ends with the run's result per phase and dataset (`rlvr summary`); every metric: `dvc metrics show`
+# starts with `rlvr check` (params, dataset names, model id, judge, GPUs: one line per problem, in seconds) and ends
+# with the run's result per phase and dataset (`rlvr summary`); every metric: `dvc metrics show`
 repro: setup
+	$(BIN)/rlvr check
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/dvc repro
 	$(BIN)/rlvr summary
 	@$(MAKE) -s --no-print-directory how-to-run

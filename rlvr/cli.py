@@ -6,6 +6,7 @@ Commands::
     rlvr judge --dataset humanevalplus --samples samples.jsonl --out verdicts.jsonl
     rlvr summary                                                   # the run's result per phase and dataset
     rlvr --version                                                 # rlvr's version (rlvr.__version__)
+    rlvr check                                                     # params, datasets, model id, judge, GPUs
 
 Subcommand modules are imported only when that subcommand runs, so ``rlvr --help`` stays fast. To add a command
 that lives in another module, add ``"name": "package.module:command_object"`` to :data:`LAZY_SUBCOMMANDS` (the
@@ -28,6 +29,7 @@ __all__ = ["LAZY_SUBCOMMANDS", "LazyGroup", "main"]
 
 #: Subcommands defined in other modules: name → ``"module:attribute"`` (a click command or group).
 LAZY_SUBCOMMANDS: dict[str, str] = {
+    "check": "rlvr.check:main",
     "summary": "rlvr.report.summary:main",
     "wandb-sync": "rlvr.report.wandb_sync:main",
 }

@@ -107,10 +107,25 @@ def one_line_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg} (set RLVR_DEBUG=1 for the traceback)"
 
 
+def _check_sections(path: Path) -> None:
+    """The stage's preflight on the params file: a top-level key close to a known section name is a typo
+    (``basline:``, from ``dvc exp run -S basline.n=2``): :class:`rlvr.config.ConfigError`; any other unknown key is
+    logged as a warning (``rlvr check`` reports both as errors)."""
+    from rlvr.config import ConfigError, unknown_sections
+
+    problems = unknown_sections(path)
+    typos = [p for p in problems if "did you mean" in p]
+    if typos:
+        raise ConfigError("; ".join(typos))
+    for p in problems:
+        logging.getLogger("rlvr.stage").warning(p)
+
+
 def stage(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Result]], click.Command]:
     """Turn ``fn(params: Params, **options) -> Result`` into the stage's click command.
 
-    Adds ``--params`` (default ``params.yaml``, must exist), configures INFO logging, calls ``fn``, writes its
+    Adds ``--params`` (default ``params.yaml``, must exist), configures INFO logging, checks the file's top-level
+    keys (a misspelt section name is an error, :func:`_check_sections`), calls ``fn``, writes its
     :class:`Result` atomically, echoes ``Result.echo`` and exits with status 1 when ``Result.error`` is set. An
     exception from ``fn`` exits with status 1 after printing :func:`one_line_error` on stderr (re-raised with its
     traceback when :func:`debug_enabled`); nothing of the :class:`Result` is written. The command's help is
@@ -122,6 +137,7 @@ def stage(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Result]], c
         def run(params_path: Path, **kwargs: Any) -> None:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
             try:
+                _check_sections(Path(params_path))
                 result = fn(Params(Path(params_path)), **kwargs)
                 if not isinstance(result, Result):
                     raise TypeError(f"stage {fn.__name__} returned {type(result).__name__}, expected rlvr.stage.Result")

@@ -15,24 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from pydantic import Field
 
-from rlvr.config import Section
 from rlvr.data.schema import read_problems
 from rlvr.judge import JUDGE_VERSION
-from rlvr.judge.check import check_references
+from rlvr.judge.check import JudgeCheckParams, check_references
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.progress import progress
 from rlvr.stage import Params, Result, option, stage
-
-
-class JudgeCheckParams(Section):
-    """``judge_check`` section: datasets whose references must all be accepted; how many rejections to list."""
-
-    must_pass: list[str] = Field(default_factory=list)
-    full_datasets: list[str] = Field(default_factory=list)
-    max_listed: int = 200
 
 
 @stage(option("--problems-dir", default="data/governance/problems", type=click.Path(exists=True)),

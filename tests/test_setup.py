@@ -1,5 +1,5 @@
-"""Set-up as a new user meets it: `rlvr --version`, `make setup`/`make repro` saying how to run rlvr, chromium
-optional in `make system` for a non-root user."""
+"""Set-up as a new user meets it: `rlvr --version`, `make setup`/`make repro` saying how to run rlvr (and `make repro`
+starting with `rlvr check`), chromium optional in `make system` for a non-root user."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ def test_setup_and_repro_end_by_saying_how_to_run_rlvr() -> None:
                             ".venv/.rlvr-installed", *skip, target], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert "rlvr is installed in .venv" in r.stdout.strip().splitlines()[-1], r.stdout
+        if target == "repro":  # the preflight comes before the pipeline
+            assert r.stdout.splitlines()[0] == ".venv/bin/rlvr check", r.stdout
 
 
 @pytest.mark.skipif(MAKE is None or shutil.which("bwrap") is None or shutil.which("cc") is None,

@@ -128,3 +128,12 @@ def test_unknown_key_suggests_the_nearest_valid_one(tmp_path: Path) -> None:
     assert "s.batch_sise: Extra inputs are not permitted (did you mean 'batch_size'?)" in msg
     assert "s.sampling.temprature: Extra inputs are not permitted (did you mean 'temperature'?)" in msg
     assert "s.zzzz: Extra inputs are not permitted;" not in msg and msg.count("did you mean") == 2
+
+
+def test_misspelt_section_stops_the_stage_before_it_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("params.yaml").write_text("toy: {n: 2}\nbaselin: {n: 1}\n")
+    res = CliRunner().invoke(toy, [])
+    assert res.exit_code == 1
+    assert res.output.strip() == "params.yaml: baselin: unknown params section (did you mean 'baseline'?)"
+    assert not Path("out/metrics.json").exists()

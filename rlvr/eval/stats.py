@@ -200,10 +200,10 @@ def wilson_ci(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float
     z²/n)``, ``hi`` likewise with ``+ h``, ``h = z·sqrt(p(1-p)/n + z²/4n²)``. ``None`` when ``n == 0``. Raises
     ``ValueError`` unless ``0 <= successes <= n`` and ``0 < alpha < 1``.
 
-    >>> [round(x, 3) for x in wilson_ci(0, 8)], [round(x, 3) for x in wilson_ci(8, 8)]
-    ([0.0, 0.324], [0.676, 1.0])
-    >>> [round(x, 3) for x in wilson_ci(5, 10)]
-    [0.237, 0.763]
+    >>> tuple(round(x, 3) for x in wilson_ci(0, 8)), tuple(round(x, 3) for x in wilson_ci(8, 8))
+    ((0.0, 0.324), (0.676, 1.0))
+    >>> tuple(round(x, 3) for x in wilson_ci(5, 10))
+    (0.237, 0.763)
     """
     if not 0 <= successes <= n:
         raise ValueError(f"wilson_ci: need 0 <= successes <= n, got {successes}/{n}")
