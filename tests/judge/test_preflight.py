@@ -163,3 +163,40 @@ def test_unreachable_judge_stops_rlvr_judge_and_a_stage_with_one_line(tmp_path: 
     r = _run([str(ROOT / "stages" / "baseline.py"), "--problems-dir", str(pdir)], tmp_path, url)
     _assert_one_line(r, url)
     assert not (tmp_path / "metrics").exists()
+
+
+class FlakyJudge(ScriptedJudge):
+    """Passes the preflight, then answers sandbox_error for every program (a judge that broke mid-run)."""
+
+    def judge_many(self, items, language: str = "python"):
+        self.calls += 1
+        return [JudgeResult(verdict="accepted" if p.id == "rlvr/preflight" else "sandbox_error", passed=0, total=1,
+                            pass_ratio=0.0, judge_s=0.0, message="sandbox failure: worker died") for p, _ in items]
+
+
+def test_a_stage_whose_verdicts_are_sandbox_errors_fails_without_metrics(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    spec = importlib.util.spec_from_file_location("stage_judge_check_preflight", ROOT / "stages" / "judge_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RLVR_SANDBOX_URL", raising=False)
+    pdir = _problems(tmp_path)
+    (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 0.05}\n")
+    judge = FlakyJudge()
+    monkeypatch.setattr(mod, "get_judge", lambda: judge)
+    res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check.json"])
+    assert res.exit_code == 1
+    assert res.output.strip() == (
+        "1 of 1 verdicts (100.0%) were sandbox_error, above judge.max_sandbox_error_share=0.05: the judge (embedded) "
+        "failed, not the programs; no metrics written; first error: sandbox failure: worker died")
+    assert not (tmp_path / "metrics").exists() and judge.closed
+    (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 1.0}\n")
+    res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check.json"])
+    assert res.exit_code == 0, res.output  # a ceiling of 1.0 lets it through: the verdicts are then the metrics
+    assert json.loads((tmp_path / "metrics" / "judge_check.json").read_text())["humaneval"]["verdicts"] == {
+        "sandbox_error": 1}
