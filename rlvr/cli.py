@@ -6,6 +6,8 @@ Commands::
     rlvr judge --dataset humanevalplus --samples samples.jsonl --out verdicts.jsonl
     rlvr summary                                                   # the run's result per phase and dataset
     rlvr cost [MATCH...]                                           # seconds, throughput, tokens spent per stage
+    rlvr --version                                                 # rlvr's version (rlvr.__version__)
+    rlvr check                                                     # params, datasets, model id, judge, GPUs
 
 Subcommand modules are imported only when that subcommand runs, so ``rlvr --help`` stays fast. To add a command
 that lives in another module, add ``"name": "package.module:command_object"`` to :data:`LAZY_SUBCOMMANDS` (the
@@ -22,11 +24,14 @@ from typing import Any
 
 import click
 
+from rlvr import __version__
+
 __all__ = ["LAZY_SUBCOMMANDS", "LazyGroup", "main"]
 
 #: Subcommands defined in other modules: name → ``"module:attribute"`` (a click command or group).
 LAZY_SUBCOMMANDS: dict[str, str] = {
     "cost": "rlvr.report.cost:main",
+    "check": "rlvr.check:main",
     "summary": "rlvr.report.summary:main",
     "wandb-sync": "rlvr.report.wandb_sync:main",
 }
@@ -52,6 +57,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="rlvr", message="%(prog)s %(version)s")
 def main() -> None:
     """rlvr: reinforcement learning from verifiable rewards for coding LLMs (judge, data, training, eval)."""
 
@@ -166,6 +172,37 @@ def _fill_missing_expected(problems: list[Any], judge: Any) -> list[Any]:
     return [filled.get(p.id, p) for p in problems]
 
 
+def _checked_judge(factory: Any) -> Any:
+    """``factory()`` (the process-wide judge) after :func:`rlvr.judge.preflight.preflight`, wrapped to count its
+    verdicts (:class:`~rlvr.judge.preflight.GuardedJudge`, ceiling ``judge.max_sandbox_error_share`` of
+    ``./params.yaml`` when that file has a ``judge`` section, else 0.05). Raises ``click.ClickException`` with the
+    preflight's one sentence (where the judge is, what failed) when the judge does not work."""
+    from rlvr.config import ConfigError
+    from rlvr.judge.preflight import GuardedJudge, JudgeParams, JudgeUnavailable, load_judge_params, preflight
+
+    try:
+        cfg = load_judge_params("params.yaml") if Path("params.yaml").is_file() else JudgeParams()
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+    judge = factory()
+    if cfg.preflight:
+        try:
+            preflight(judge)
+        except JudgeUnavailable as exc:
+            raise click.ClickException(str(exc)) from exc
+    return GuardedJudge(judge, cfg.max_sandbox_error_share)
+
+
+def _check_sandbox_errors(judge: Any) -> None:
+    """``click.ClickException`` (one line, nothing written) when ``judge``'s ``sandbox_error`` share is too high."""
+    from rlvr.judge.preflight import SandboxErrorShareExceeded
+
+    try:
+        judge.check_sandbox_errors()
+    except SandboxErrorShareExceeded as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 @main.command("judge")
 @click.option("--dataset", "dataset", required=True, metavar="NAME[:VERSION]",
               help="dataset spec, e.g. humanevalplus or humanevalplus:v0.1.10")
@@ -203,7 +240,7 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
             )
         chosen.append(p)
     click.echo(f"judging {len(samples)} sample(s) of {len({p.id for p in chosen})} problem(s) from {origin}", err=True)
-    judge = client.get_judge()
+    judge = _checked_judge(client.get_judge)
     needed = _fill_missing_expected(list({p.id: p for p in chosen}.values()), judge)
     by_id = {p.id: p for p in needed}
     items = []
@@ -212,6 +249,7 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path, problems_dir: Pa
         code = s["code"] if s["kind"] == "solution" else p.starter_code + s["code"]
         items.append((p, code))
     results = judge.judge_many(items)
+    _check_sandbox_errors(judge)
     rows = [
         {"task_id": s["task_id"], "problem_id": p.id, "verdict": r.verdict, "passed": r.passed, "total": r.total,
          "pass_ratio": r.pass_ratio, "judge_s": round(r.judge_s, 4), "message": r.message, **group_statuses(p, r)}

@@ -4,7 +4,8 @@ A stage is a function decorated with :func:`stage`; it receives :class:`Params` 
 options (declared with :func:`option`), does its work and returns a :class:`Result`: the files to write and the line to
 print. The decorator adds the common ``--params`` option, configures logging, then writes every result file
 atomically (:mod:`rlvr.io`: temp file + rename, so a failed stage leaves nothing half-written for DVC to cache) and
-echoes the line. Example (``stages/report.py``)::
+echoes the line. An error ends the stage with exit status 1 and one line on stderr (``file: key: problem``), with no
+traceback unless ``RLVR_DEBUG`` is set (:func:`one_line_error`). Example (``stages/report.py``)::
 
     @stage(option("--out-dir", default="reports", path=True))
     def main(params: Params, out_dir: Path) -> Result:
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +30,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["Params", "Result", "closed_after", "option", "stage"]
+__all__ = ["Params", "Result", "closed_after", "debug_enabled", "one_line_error", "option", "stage"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -96,21 +98,62 @@ def option(*decls: str, default: Any = None, path: bool = False, **kwargs: Any) 
     return click.option(*decls, show_default=default is not None, **kwargs)
 
 
+def debug_enabled() -> bool:
+    """Whether ``RLVR_DEBUG`` asks for tracebacks (set and not ``0``/``false``/``no``/empty)."""
+    return os.environ.get("RLVR_DEBUG", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def one_line_error(exc: BaseException) -> str:
+    """``exc`` as one line for a user: rlvr's own errors (``ConfigError``, ``DataError``, ``JudgeUnavailable``…,
+    whose messages already name the file/key/judge) by their message; anything else as ``Type: message`` with a hint
+    that ``RLVR_DEBUG=1`` shows the traceback. Multi-line messages are joined with ``; ``."""
+    msg = "; ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip()) or "no message"
+    if type(exc).__module__.startswith("rlvr."):
+        return msg
+    return f"{type(exc).__name__}: {msg} (set RLVR_DEBUG=1 for the traceback)"
+
+
+def _check_sections(path: Path) -> None:
+    """The stage's preflight on the params file: a top-level key close to a known section name is a typo
+    (``basline:``, from ``dvc exp run -S basline.n=2``): :class:`rlvr.config.ConfigError`; any other unknown key is
+    logged as a warning (``rlvr check`` reports both as errors)."""
+    from rlvr.config import ConfigError, unknown_sections
+
+    problems = unknown_sections(path)
+    typos = [p for p in problems if "did you mean" in p]
+    if typos:
+        raise ConfigError("; ".join(typos))
+    for p in problems:
+        logging.getLogger("rlvr.stage").warning(p)
+
+
 def stage(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Result]], click.Command]:
     """Turn ``fn(params: Params, **options) -> Result`` into the stage's click command.
 
-    Adds ``--params`` (default ``params.yaml``, must exist), configures INFO logging, calls ``fn``, writes its
-    :class:`Result` atomically, echoes ``Result.echo`` and exits with status 1 when ``Result.error`` is set. The
-    command's help is ``fn``'s docstring. Raises
-    ``TypeError`` when ``fn`` returns something other than a :class:`Result`."""
+    Adds ``--params`` (default ``params.yaml``, must exist), configures INFO logging, checks the file's top-level
+    keys (a misspelt section name is an error, :func:`_check_sections`), calls ``fn``, writes its
+    :class:`Result` atomically, echoes ``Result.echo`` and exits with status 1 when ``Result.error`` is set. An
+    exception from ``fn`` exits with status 1 after printing :func:`one_line_error` on stderr (re-raised with its
+    traceback when :func:`debug_enabled`); nothing of the :class:`Result` is written. The command's help is
+    ``fn``'s docstring. A ``fn`` that returns something other than a :class:`Result` is such an error
+    (``TypeError``)."""
 
     def wrap(fn: Callable[..., Result]) -> click.Command:
         @functools.wraps(fn)
         def run(params_path: Path, **kwargs: Any) -> None:
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-            result = fn(Params(Path(params_path)), **kwargs)
-            if not isinstance(result, Result):
-                raise TypeError(f"stage {fn.__name__} returned {type(result).__name__}, expected rlvr.stage.Result")
+            try:
+                _check_sections(Path(params_path))
+                result = fn(Params(Path(params_path)), **kwargs)
+                if not isinstance(result, Result):
+                    raise TypeError(f"stage {fn.__name__} returned {type(result).__name__}, expected rlvr.stage.Result")
+            except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                if debug_enabled():
+                    raise
+                click.echo(one_line_error(exc), err=True)
+                raise SystemExit(1) from None
             result.write()
             if result.echo:
                 click.echo(result.echo)

@@ -16,7 +16,8 @@ from pathlib import Path
 from rlvr.eval.baseline import BaselineParams, run_baseline
 from rlvr.eval.tracking import log_metrics
 from rlvr.judge.client import get_judge
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.stage import Params, Result, option, stage
 
 
 @stage(option("--problems-dir", default="data/governance/problems", path=True),
@@ -25,7 +26,7 @@ from rlvr.stage import Params, Result, closed_after, option, stage
 def main(params: Params, problems_dir: Path, out_dir: Path, metrics_path: Path) -> Result:
     """Evaluate the base model on the configured datasets and write metrics, samples and QA logs."""
     cfg = params.section("baseline", BaselineParams)
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         report = run_baseline(cfg, judge, problems_dir, out_dir)
     log_metrics(report, project=cfg.wandb_project, run_name="baseline", job_type="baseline",
                 config=cfg.model_dump(mode="json"))

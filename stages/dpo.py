@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlvr.judge.client import get_judge
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.stage import Params, Result, option, stage
 from rlvr.train.local.common import TrainCommon, load_problem_sets, stage_eval
 from rlvr.train.local.dpo import DPOParams, run_dpo
 
@@ -32,7 +33,7 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
     cfg = params.section("dpo", DPOParams)
     train = load_problem_sets(problems_dir, common.train_sets)
     dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         metrics = run_dpo(cfg, common, model_dir, train, dev, judge, out_model, curves)
         report = stage_eval(out_model, judge, params.path, problems_dir, eval_dir)
     echo = f"dpo: {metrics['pairs']['pairs']} pairs, {metrics['steps']} steps, dev {metrics.get('dev', {})}"

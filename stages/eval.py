@@ -18,7 +18,8 @@ from pathlib import Path
 from rlvr.eval.final import EvalParams, run_eval
 from rlvr.generate import make_generator
 from rlvr.judge.client import get_judge
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.stage import Params, Result, option, stage
 
 
 @stage(option("--problems-dir", default="data/governance/problems", path=True),
@@ -34,7 +35,7 @@ def main(params: Params, problems_dir: Path, out_dir: Path, metrics_dir: Path) -
         return make_generator("hf", model=str(model_dir), device=cfg.device, batch_size=cfg.batch_size,
                               num_threads=cfg.cpu_threads)
 
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         summary = run_eval(cfg, judge, make_gen, problems_dir, out_dir, metrics_dir, params=params.raw())
     lines = [f"{phase}: " + ", ".join(f"{d}={m.get('accepted@1')}" for d, m in dsets.items())
              for phase, dsets in summary["phases"].items()]

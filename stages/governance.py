@@ -21,7 +21,8 @@ from rlvr.data.bundled import sha256_file
 from rlvr.data.schema import write_problems
 from rlvr.io import atomic_dir, atomic_write_jsonl, atomic_write_text
 from rlvr.judge.client import get_judge
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.stage import Params, Result, option, stage
 
 
 @stage(option("--out-dir", default="data/governance", path=True),
@@ -34,7 +35,7 @@ def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None
     slug_of = {p.id: slug for slug, ps in by_slug.items() for p in ps}
     problems = [p for ps in by_slug.values() for p in ps]
     needs_judge = cfg.compute_expected or cfg.references.verify
-    with closed_after(get_judge()) if needs_judge else contextlib.nullcontext() as judge:
+    with open_judge(params.path, get_judge) if needs_judge else contextlib.nullcontext() as judge:
         kept, report = gov.run_governance(problems, cfg, judge=judge, origin_of=gov.origins(cfg, by_slug))
     kept_by_slug: dict[str, list] = {slug: [] for slug in by_slug}
     for p in kept:

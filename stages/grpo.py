@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.judge.client import get_judge
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine, load_reward_mode
 from rlvr.train.local.common import TrainCommon, load_problem_sets, run_dir, stage_eval
 from rlvr.train.local.grpo import GRPOParams, run_grpo
@@ -56,7 +57,7 @@ def main(params: Params, seed: int, problems_dir: Path, model_dir: str, out_root
     cfg = params.section("grpo", GRPOParams).model_copy(update={"seed": seed})
     mode = load_reward_mode(params.path)
     out_model, curves = f"{out_root}/seed-{seed}", f"{metrics_root}/seed-{seed}.tsv"
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         if engine == "verl":
             metrics = _run_verl(params, cfg, seed, mode, model_dir, verl_train, verl_val, out_model, curves)
         else:

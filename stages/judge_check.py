@@ -15,23 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from pydantic import Field
 
-from rlvr.config import Section
 from rlvr.data.schema import read_problems
 from rlvr.judge import JUDGE_VERSION
-from rlvr.judge.check import check_references
+from rlvr.judge.check import JudgeCheckParams, check_references
 from rlvr.judge.client import get_judge
+from rlvr.judge.preflight import open_judge
 from rlvr.progress import progress
-from rlvr.stage import Params, Result, closed_after, option, stage
-
-
-class JudgeCheckParams(Section):
-    """``judge_check`` section: datasets whose references must all be accepted; how many rejections to list."""
-
-    must_pass: list[str] = Field(default_factory=list)
-    full_datasets: list[str] = Field(default_factory=list)
-    max_listed: int = 200
+from rlvr.stage import Params, Result, option, stage
 
 
 @stage(option("--problems-dir", default="data/governance/problems", type=click.Path(exists=True)),
@@ -45,7 +36,7 @@ def main(params: Params, problems_dir: str, out: Path) -> Result:
     sets = [(path.stem, lambda path=path: read_problems(path)) for path in sorted(Path(problems_dir).glob("*.jsonl"))]
     sets += [(f"{name.replace(':', '-')}-all", lambda name=name: load(name)) for name in cfg.full_datasets]
     lines, failures = [], []
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         for key, problems in progress(sets, desc="judge_check", unit="dataset"):
             res = check_references(problems(), judge, cfg.max_listed)
             report[key] = res

@@ -12,40 +12,19 @@ consumers resolve it with :func:`rlvr.model.resolve_model_ref` and load it throu
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
-from typing import Literal
 
 import click
-from pydantic import Field
 
-from rlvr.config import Section
+from rlvr.config import ConfigError
 from rlvr.data.prompts import build_prompt
 from rlvr.data.schema import read_problems
 from rlvr.io import atomic_dir
 from rlvr.model import build_tiny_model
+from rlvr.model.params import ModelParams, check_model_name
 from rlvr.model.tiny import MODEL_REF_FILE
 from rlvr.stage import Params, Result, option, stage
-
-
-class ModelParams(Section):
-    """``model`` section: ``name`` (``tiny`` or a Hub id/path); the other fields size the locally built random-init
-    model only (:func:`rlvr.model.build_tiny_model`; a 7B-shaped one in ``profiles/qwen7b_*.yaml``)."""
-
-    name: str = "tiny"
-    seed: int = 0
-    vocab_size: int = Field(default=4096, ge=300)
-    hidden_size: int = Field(default=64, ge=8)
-    layers: int = Field(default=2, ge=1)
-    heads: int = Field(default=4, ge=1)
-    kv_heads: int = Field(default=2, ge=1)
-    intermediate_size: int = Field(default=256, ge=8)
-    max_position_embeddings: int = Field(default=4096, ge=256)
-    corpus_solutions: int = Field(default=1, ge=0)
-    vocab_rows: int | None = Field(default=None, ge=300)
-    tie_word_embeddings: bool = True
-    rope_theta: float | None = Field(default=None, gt=0)
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    init_device: Literal["cpu", "cuda", "auto"] = "cpu"
 
 
 def corpus(problems_dir: Path, solutions: int) -> list[str]:
@@ -65,6 +44,11 @@ def corpus(problems_dir: Path, solutions: int) -> list[str]:
 def main(params: Params, problems_dir: Path, out: Path) -> Result:
     """Build the tiny model or record the external model id."""
     cfg = params.section("model", ModelParams)
+    error, note = check_model_name(cfg.name)  # a typo'd Hub id fails here, not in baseline
+    if error:
+        raise ConfigError(f"{params.path}: model.name: {error}")
+    if note:
+        logging.getLogger(__name__).warning(note)
     if cfg.name == "tiny":
         build_tiny_model(out, corpus(problems_dir, cfg.corpus_solutions), seed=cfg.seed, vocab_size=cfg.vocab_size,
                          hidden_size=cfg.hidden_size, layers=cfg.layers, heads=cfg.heads, kv_heads=cfg.kv_heads,

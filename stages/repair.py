@@ -32,8 +32,9 @@ from typing import Any
 from rlvr.data.synthetic import SyntheticParams
 from rlvr.eval.tracking import log_metrics
 from rlvr.judge.client import get_judge
-from rlvr.repair.eval import RepairParams, default_model, run_repair_stage
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.repair.eval import RepairParams, default_model, run_repair_stage, select_repair_problems
+from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine
 from rlvr.train.local.common import TrainCommon, load_problem_sets
 
@@ -81,7 +82,9 @@ def main(params: Params, problems_dir: Path, model_dir: str | None, out_model: P
     cfg = params.section("repair", RepairParams)
     synthetic = params.section("synthetic", SyntheticParams) if "synthetic" in params.raw() else None
     model_in = model_dir or cfg.model or default_model()
-    with closed_after(get_judge()) as judge:
+    for sel in cfg.datasets:  # a misspelt dataset fails now, not after training
+        select_repair_problems(problems_dir, sel, synthetic)
+    with open_judge(params.path, get_judge) as judge:
         if cfg.backend == "samples":  # a scripted policy has no weights to train: evaluate only
             report = run_repair_stage(cfg, judge, problems_dir, out_dir, synthetic)
             before, training = None, {"skipped": True, "reason": "samples backend: no model to train"}

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.judge.client import get_judge
-from rlvr.stage import Params, Result, closed_after, option, stage
+from rlvr.judge.preflight import open_judge
+from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine
 from rlvr.train.local.common import TrainCommon, load_problem_sets, run_dir, stage_eval
 from rlvr.train.local.sft import SFTParams, build_sft_set, run_sft
@@ -64,7 +65,7 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
     cfg = params.section("sft", SFTParams)
     train = load_problem_sets(problems_dir, common.train_sets)
     dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
-    with closed_after(get_judge()) as judge:
+    with open_judge(params.path, get_judge) as judge:
         if engine == "verl":
             metrics = _run_verl(params, cfg, model_dir, train, dev, judge, out_model, curves)
         else:

@@ -24,10 +24,10 @@ class FakeJudge:
         self.items: list[tuple[Problem, str]] = []
 
     def judge_many(self, items, language: str = "python"):
-        self.items += list(items)
+        self.items += [it for it in items if it[0].id != "rlvr/preflight"]  # the judge's check at start
         out = []
         for p, s in items:
-            ok = "return a + b" in s or "print(3)" in s
+            ok = "return a + b" in s or "print(3)" in s or p.id == "rlvr/preflight"
             res = [TestResult(index=i, verdict="accepted" if ok else "wrong_answer") for i in range(len(p.tests))]
             out.append(summarise(res, 0.5, "" if ok else "wrong"))
         return out

@@ -6,7 +6,10 @@ Each stage reads exactly its own section of ``params.yaml`` into a pydantic mode
 
 from __future__ import annotations
 
+import difflib
 import json
+import typing
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -14,7 +17,18 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["ConfigError", "RuntimeSettings", "Section", "dump_resolved", "load_params", "load_section"]
+__all__ = [
+    "SECTION_NAMES",
+    "ConfigError",
+    "RuntimeSettings",
+    "Section",
+    "did_you_mean",
+    "dump_resolved",
+    "load_params",
+    "load_section",
+    "unknown_sections",
+    "validation_messages",
+]
 
 S = TypeVar("S", bound=BaseModel)
 
@@ -70,8 +84,11 @@ def load_params(path: str | Path = "params.yaml", *, raw: bool = False) -> dict[
         raise ConfigError(f"{p}: params file not found")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{p}: invalid YAML: {exc}") from exc
+    except yaml.YAMLError as exc:  # one line: file:line:column: what the parser expected
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{p}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(p)
+        what = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError(f"{where}: invalid YAML: {what}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: top level must be a mapping")
     if raw:
@@ -87,7 +104,9 @@ def load_params(path: str | Path = "params.yaml", *, raw: bool = False) -> dict[
 def load_section(name: str, model: type[S], path: str | Path = "params.yaml") -> S:
     """Validate section ``name`` of ``params.yaml`` into ``model``.
 
-    Raises :class:`ConfigError` naming the file, section and offending field (pydantic's location) on error.
+    Raises :class:`ConfigError` naming the file, section and offending field (pydantic's location) on error, one
+    line, with the nearest valid key for an unknown one (``params.yaml: baseline.batch_sise: Extra inputs are not
+    permitted (did you mean 'batch_size'?)``).
     """
     params = load_params(path)
     if name not in params:
@@ -95,8 +114,63 @@ def load_section(name: str, model: type[S], path: str | Path = "params.yaml") ->
     try:
         return model.model_validate(params[name])
     except ValidationError as exc:
-        errs = "; ".join(f"{name}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"{path}: {errs}") from exc
+        raise ConfigError(f"{path}: " + "; ".join(validation_messages(name, model, exc))) from exc
+
+
+def validation_messages(name: str, model: type[BaseModel], exc: ValidationError) -> list[str]:
+    """One ``section.key: problem`` clause per error of ``exc`` (raised validating section ``name`` with ``model``),
+    with the nearest valid key for an unknown one."""
+    return [f"{name}{''.join(f'.{x}' if isinstance(x, str) else f'[{x}]' for x in e['loc'])}: {e['msg']}"
+            f"{_did_you_mean(model, e)}" for e in exc.errors()]
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the candidate nearest ``word`` (:func:`difflib.get_close_matches`, cutoff 0.6),
+    else ``""``."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+#: Every top-level key of ``params.yaml`` a stage reads (sections and the scalars ``engine``, ``reward``, ``seeds``).
+#: ``rlvr check`` validates each with its schema (:data:`rlvr.check.SECTIONS`); a key not listed is a typo.
+SECTION_NAMES: tuple[str, ...] = (
+    "governance", "manifests", "judge_check", "judge", "reward", "reward_shaping", "model", "baseline", "report",
+    "engine", "seeds", "profile", "synthetic", "train", "sft", "dpo", "grpo", "verl", "repair", "eval",
+)
+
+
+def unknown_sections(path: str | Path = "params.yaml") -> list[str]:
+    """``file: key: unknown params section (did you mean …?)`` for every top-level key of ``path`` that no stage reads
+    (e.g. ``dvc exp run -S basline.n=2`` adds a section nobody reads). Raises :class:`ConfigError` when the file is
+    missing or not a mapping."""
+    return [f"{path}: {key}: unknown params section{did_you_mean(str(key), SECTION_NAMES)}"
+            for key in load_params(path) if key not in SECTION_NAMES]
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that holds the last key of ``loc`` (``None`` when the path leaves nested models)."""
+    for key in loc:
+        field = model.model_fields.get(str(key)) if isinstance(key, str) else None
+        if field is None:
+            return None
+        candidates = [field.annotation, *typing.get_args(field.annotation)]
+        nested = next((c for c in candidates if isinstance(c, type) and issubclass(c, BaseModel)), None)
+        if nested is None:
+            return None
+        model = nested
+    return model
+
+
+def _did_you_mean(model: type[BaseModel], err: Any) -> str:
+    """`` (did you mean 'batch_size'?)`` for an unknown key close to a valid one (:func:`difflib.get_close_matches`,
+    cutoff 0.6), else ``""``."""
+    if err.get("type") != "extra_forbidden" or not err.get("loc"):
+        return ""
+    holder = _model_at(model, tuple(err["loc"][:-1]))
+    if holder is None:
+        return ""
+    names = [f.alias or n for n, f in holder.model_fields.items()]
+    return did_you_mean(str(err["loc"][-1]), names)
 
 
 def dump_resolved(section: BaseModel, out_dir: str | Path) -> Path:

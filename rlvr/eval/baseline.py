@@ -75,7 +75,11 @@ def select_problems(problems_dir: str | Path, sel: DatasetSelection | Any) -> li
     Raises ``FileNotFoundError`` naming the file when the dataset is absent."""
     path = Path(problems_dir) / f"{sel.name}.jsonl"
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: dataset {sel.name!r} not found (is it in governance.datasets?)")
+        from rlvr.config import did_you_mean
+
+        known = sorted(f.stem for f in Path(problems_dir).glob("*.jsonl"))
+        raise FileNotFoundError(f"{path}: dataset {sel.name!r} not found (is it in governance.datasets?)"
+                                f"{did_you_mean(sel.name, known)}")
     problems = read_problems(path)
     if sel.splits is not None:
         problems = [p for p in problems if p.split in sel.splits]
@@ -123,10 +127,12 @@ def run_baseline(cfg: BaselineParams, judge: Any, problems_dir: str | Path, out_
 
     out_dir = Path(out_dir)
     report: dict[str, Any] = {}
+    # every dataset first: a misspelt name fails before any model is loaded or any dataset generated and judged
+    selected = {sel.name: select_problems(problems_dir, sel) for sel in cfg.datasets}
     shared = None if cfg.backend == "samples" else make_baseline_generator(cfg)
     tags: dict[str, str] = {}
     for sel in cfg.datasets:
-        problems = select_problems(problems_dir, sel)
+        problems = selected[sel.name]
         gen = shared or make_baseline_generator(cfg, sel.name)
         tags[sel.name] = baseline_model_tag(cfg, gen, sel.name)
         log.info("baseline %s: %d problems (model %s)", sel.name, len(problems), tags[sel.name])

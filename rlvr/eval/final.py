@@ -181,7 +181,9 @@ def run_eval(
     provenance (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
     tuning-stage check, :func:`check_tuning_stages`, which runs first; ``seeds``: the GRPO seeds scored,
     :func:`discover_phases`). ``make_gen(model_dir)``: the generator of a phase.
-    Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing)."""
+    Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing); with a
+    judge from :func:`rlvr.judge.preflight.open_judge`, ``SandboxErrorShareExceeded`` before a phase's files are
+    written when too many of a dataset's rows (resumed ones included) are ``sandbox_error``."""
     params = params or {}
     check_tuning_stages(params, cfg.tuning_stages)
     roles = dataset_roles(params)
@@ -199,6 +201,7 @@ def run_eval(
                   "output_limit_mb": getattr(judge, "output_limit_mb", None),
                   "max_timeouts": getattr(judge, "max_timeouts", None)}
     libs = library_versions()
+    check_verdicts = getattr(judge, "check_verdicts", None)  # rlvr.judge.preflight.GuardedJudge
     summary: dict[str, Any] = {"phases": {}, "not_run": not_run}
     for name, model_dir in phases:
         mh = model_hash(model_dir)
@@ -232,6 +235,8 @@ def run_eval(
                             "manifests_sha256": manifest_hashes(ds, sel.splits, manifests_dir),
                             "prompts_sha256": _json_sha([build_messages(p) for p in ps])}
             report[ds] = m
+            if check_verdicts is not None:  # the judge failed on too many rows: fail before writing anything
+                check_verdicts([r["verdict"] for r in [*g_rows, *(k_rows or [])]], f"eval {name}/{ds}")
             atomic_write_json(pdir / "per_task" / f"{ds}.json", per_task)
             atomic_write_jsonl(pdir / "samples" / f"{ds}.greedy.jsonl", g_rows)
             if k_rows is not None:

@@ -2,7 +2,8 @@
 
 Every (problem, sample) row is keyed by :func:`rlvr.eval.protocol.sample_key` (problem content hash, prompt, model id
 **and model hash**, sampling params, sample index) and appended to a JSONL journal, flushed and fsynced per chunk of
-tasks; a re-run generates and judges only the missing pairs.
+tasks; a re-run generates and judges only the missing pairs, and judges again (without generating again) the pairs
+whose verdict was ``sandbox_error`` (the judge failed, the program was never scored).
 """
 
 from __future__ import annotations
@@ -53,8 +54,10 @@ def evaluate_resumable(
     prompts = [prompt_fn(p) for p in problems]
     keys = [[sample_key(p, pr, model_tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts,
                                                                                           strict=True)]
+    # a sandbox_error row is the judge's failure, not a verdict: it is judged again (its completion is reused)
     todo = [t for t in range(len(problems))
-            if not all(k in done and done[k].get("judge_version") == judge_version for k in keys[t])]
+            if not all(k in done and done[k].get("judge_version") == judge_version
+                       and done[k].get("verdict") != "sandbox_error" for k in keys[t])]
     log.info("%d/%d tasks to do (%d resumed)", len(todo), len(problems), len(problems) - len(todo))
     bar = progress(total=len(todo), desc=f"eval {journal.stem}", unit="task")
     with journal.open("a", encoding="utf-8") as fh, bar:

@@ -10,10 +10,21 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from pydantic import Field
+
+from rlvr.config import Section
 from rlvr.data.schema import Problem
 from rlvr.judge.verdict import JudgeResult
 
-__all__ = ["JudgeLike", "check_references"]
+__all__ = ["JudgeCheckParams", "JudgeLike", "check_references"]
+
+
+class JudgeCheckParams(Section):
+    """``judge_check`` section: datasets whose references must all be accepted; how many rejections to list."""
+
+    must_pass: list[str] = Field(default_factory=list)
+    full_datasets: list[str] = Field(default_factory=list)
+    max_listed: int = 200
 
 
 class JudgeLike(Protocol):

@@ -199,9 +199,10 @@ def run_repair_stage(cfg: RepairParams, judge: Any, problems_dir: str | Path, ou
     out_dir = Path(out_dir)
     report: dict[str, Any] = {}
     env = cfg.env()
+    # every dataset first: a misspelt name fails before any model is loaded or any dataset is run
+    selected = [(sel, select_repair_problems(problems_dir, sel, synthetic)) for sel in cfg.datasets]
     shared = gen or (None if cfg.backend == "samples" else make_repair_generator(cfg))
-    for sel in cfg.datasets:
-        problems = select_repair_problems(problems_dir, sel, synthetic)
+    for sel, problems in selected:
         g = shared or make_repair_generator(cfg, sel.name)
         log.info("repair %s: %d problems, K=%d, mode=%s", sel.name, len(problems), cfg.turns, cfg.mode)
         report[sel.name] = run_repair(problems, g, judge, env, cfg.sampling, out_dir / "traces" / f"{sel.name}.jsonl")

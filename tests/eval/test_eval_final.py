@@ -267,3 +267,30 @@ def test_role_of_a_dataset_governance_does_not_list_comes_from_its_split(tmp_pat
     summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data", tmp_path / "metrics",
                        params={}, root=tmp_path)
     assert summary["phases"]["baseline"]["syn"]["role"] == "dev" and "headline" not in summary
+
+
+class BrokenJudge(Judge):
+    """Every verdict ``sandbox_error`` (a judge that cannot reach its sandbox)."""
+
+    def judge_many(self, items):
+        self.judged += len(items)
+        return [JudgeResult(verdict="sandbox_error", passed=0, total=1, pass_ratio=0.0, judge_s=0.0,
+                            message="sandbox failure: down") for _ in items]
+
+
+def test_run_eval_writes_no_metrics_when_the_judge_failed_and_rejudges_on_resume(tmp_path):
+    from rlvr.judge.preflight import GuardedJudge, SandboxErrorShareExceeded
+
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    _model(tmp_path / "models" / "base", b"base")
+    cfg = EvalParams(datasets=[{"name": "syn"}], bootstrap=20, tuning_stages=[])
+    params = {"governance": {"datasets": [{"name": "syn", "role": "dev"}]}}
+    args = (tmp_path / "problems", tmp_path / "data", tmp_path / "metrics")
+    with pytest.raises(SandboxErrorShareExceeded, match=r"eval baseline/syn: 6 of 6 verdicts \(100\.0%\)"):
+        run_eval(cfg, GuardedJudge(BrokenJudge(), 0.05), lambda d: Gen(), *args, params=params, root=tmp_path)
+    assert not (tmp_path / "metrics").exists() and not (tmp_path / "data" / "baseline" / "per_task").exists()
+    # the journal kept the completions: the re-run with a working judge judges them again, generates nothing
+    gen, judge = Gen(), Judge()
+    run_eval(cfg, GuardedJudge(judge, 0.05), lambda d: gen, *args, params=params, root=tmp_path)
+    assert gen.generated == [] and judge.judged == 6
+    assert json.loads((tmp_path / "metrics" / "eval_baseline.json").read_text())["syn"]["accepted@1"] == 0.5

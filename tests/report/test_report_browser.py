@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (apt: chromium)")]
+NO_CHROMIUM = ("chromium is not installed: it is optional (`make system` installs it only as root; "
+               "sudo apt-get install chromium) and only this test needs it")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)]
 
 PROBE = """<script>
 window.addEventListener("load", () => {

@@ -146,7 +146,7 @@ def test_stage_cli(tmp_path, monkeypatch):
     assert "phases ['baseline']" in res.output and "not run yet" in res.output
     (tmp_path / "params.yaml").write_text("report:\n  bootstrapp: 50\n")
     res = CliRunner().invoke(mod.main, [])
-    assert res.exit_code != 0 and "report.bootstrapp" in str(res.exception)
+    assert res.exit_code != 0 and "report.bootstrapp" in res.output
 
 
 def _section(html: str, sid: str) -> str:

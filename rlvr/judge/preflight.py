@@ -1,0 +1,234 @@
+"""Fail loudly when the judge cannot judge: a check at start, and a ceiling on ``sandbox_error`` verdicts.
+
+A judge that cannot be reached (``RLVR_SANDBOX_URL`` with nothing behind it, bubblewrap missing) does not raise: it
+answers ``sandbox_error`` for every program (infrastructure, never the program's fault; :mod:`rlvr.judge.verdict`).
+Without these guards a run would score 0 everywhere and exit 0, and DVC would cache that as the model's score.
+
+* :func:`preflight` judges one trivial program (``print(int(input()) + 1)`` on ``41``) and requires ``accepted``;
+  otherwise it raises :class:`JudgeUnavailable` with one sentence naming where the judge is (the URL, or
+  ``embedded``) and the error.
+* :class:`GuardedJudge` wraps a judge, counts the verdicts it hands out, and :meth:`GuardedJudge.check_sandbox_errors`
+  raises :class:`SandboxErrorShareExceeded` when the ``sandbox_error`` share passes ``judge.max_sandbox_error_share``
+  (params section ``judge``, :class:`JudgeParams`).
+* :func:`open_judge` is how a stage gets its judge: preflight at start, the ceiling checked when the stage's judging
+  is done and before it writes metrics, so such a run fails non-zero and writes none.
+
+Judging through the verl engine happens in verl's reward workers (``compute_score``), outside this process: only
+the judging done in the stage process itself is counted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from rlvr.config import Section
+
+__all__ = [
+    "PROBE_SOLUTION",
+    "GuardedJudge",
+    "JudgeParams",
+    "JudgeUnavailable",
+    "SandboxErrorShareExceeded",
+    "judge_location",
+    "load_judge_params",
+    "open_judge",
+    "preflight",
+    "probe_problem",
+]
+
+#: The preflight's program: reads one integer, prints the next one.
+PROBE_SOLUTION = "print(int(input()) + 1)\n"
+
+
+class JudgeParams(Section):
+    """``judge`` section of ``params.yaml``: what every judging stage tolerates from the judge.
+
+    ``max_sandbox_error_share``: largest fraction (0–1) of a stage's verdicts that may be ``sandbox_error`` before
+    the stage fails without writing metrics (a sandbox error is the infrastructure's failure; scoring it as a wrong
+    answer would report a broken judge as a bad model). ``preflight``: judge one trivial program at start and stop
+    when it is not accepted."""
+
+    max_sandbox_error_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    preflight: bool = True
+
+
+class JudgeUnavailable(RuntimeError):
+    """The judge failed the preflight; the message is one sentence naming the judge's location and the error."""
+
+
+class SandboxErrorShareExceeded(RuntimeError):
+    """More than ``max_sandbox_error_share`` of a run's verdicts were ``sandbox_error``; the message says how many."""
+
+
+def judge_location() -> str:
+    """Where the process-wide judge is: ``RLVR_SANDBOX_URL`` when set, else ``"embedded"``."""
+    from rlvr.config import RuntimeSettings
+
+    return RuntimeSettings().sandbox_url.strip() or "embedded"
+
+
+def probe_problem() -> Any:
+    """The preflight's problem: one stdin/stdout test, ``41`` → ``42``, 10 s; its reference solution is
+    :data:`PROBE_SOLUTION`."""
+    from rlvr.data.schema import Problem, StdioTest
+
+    return Problem(id="rlvr/preflight", source="rlvr", split="test", statement="Print the input integer plus one.",
+                   tests=[StdioTest(stdin="41\n", stdout="42\n")], time_limit_s=10.0,
+                   solutions=[PROBE_SOLUTION])
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = next((ln.strip() for ln in str(text).splitlines() if ln.strip()), "")
+    return line[:limit].rstrip(".")
+
+
+def preflight(judge: Any, where: str | None = None) -> None:
+    """Judge :data:`PROBE_SOLUTION` once with ``judge.judge_many`` and require the verdict ``accepted``.
+
+    ``where``: the judge's location for the message (default :func:`judge_location`). Takes one judge call (a few
+    hundred ms embedded; a remote judge that cannot be reached takes its retries, seconds). Raises
+    :class:`JudgeUnavailable` — ``"the judge (<where>) does not work: <error>"`` — when the call raises or the verdict
+    is anything but ``accepted``."""
+    where = where or judge_location()
+    try:
+        result = judge.judge_many([(probe_problem(), PROBE_SOLUTION)])[0]
+    except Exception as exc:  # any failure here is the judge's: report it in one line
+        raise JudgeUnavailable(
+            f"the judge ({where}) does not work: {type(exc).__name__}: {_first_line(str(exc)) or 'no message'}"
+        ) from exc
+    if result.verdict != "accepted":
+        detail = _first_line(result.message) or next(
+            (_first_line(t.message) for t in result.tests if t.message), "no message")
+        raise JudgeUnavailable(
+            f"the judge ({where}) does not work: a trivial program was judged {result.verdict} ({detail})")
+
+
+class GuardedJudge:
+    """``judge`` with its verdicts counted; every other attribute is the wrapped judge's.
+
+    Counts the results of :meth:`judge`, :meth:`judge_many` and :meth:`run_code` (thread-safe). ``max_share``: the
+    ceiling that :meth:`check_sandbox_errors` enforces (fraction 0–1); ``where``: the judge's location for
+    messages."""
+
+    def __init__(self, judge: Any, max_share: float = 0.05, where: str | None = None) -> None:
+        self._inner = judge
+        self.max_share = max_share
+        self.where = where or judge_location()
+        self.counts: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
+        self._examples: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "_inner" or name.startswith("__"):  # unpickling / copying: no wrapped judge yet
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+    @property
+    def inner(self) -> Any:
+        """The wrapped judge."""
+        return self._inner
+
+    def _record(self, results: Sequence[Any]) -> None:
+        with self._count_lock:
+            for r in results:
+                verdict = getattr(r, "verdict", None)
+                if verdict is None:
+                    continue
+                self.counts[verdict] += 1
+                if verdict == "sandbox_error" and len(self._examples) < 1:
+                    self._examples.append(_first_line(getattr(r, "message", "")))
+
+    def judge(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped judge's ``judge``, counted."""
+        result = self._inner.judge(*args, **kwargs)
+        self._record([result])
+        return result
+
+    def judge_many(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped judge's ``judge_many``, counted."""
+        results = self._inner.judge_many(*args, **kwargs)
+        self._record(results)
+        return results
+
+    def run_code(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped judge's ``run_code``, counted (its ``RunResult`` carries a verdict)."""
+        result = self._inner.run_code(*args, **kwargs)
+        self._record([result])
+        return result
+
+    def close(self) -> None:
+        """Close the wrapped judge, if it can be closed."""
+        close = getattr(self._inner, "close", None)
+        if callable(close):
+            close()
+
+    def sandbox_error_share(self) -> float:
+        """Fraction of counted verdicts that were ``sandbox_error`` (0.0 when none were counted)."""
+        with self._count_lock:
+            n = sum(self.counts.values())
+            return self.counts["sandbox_error"] / n if n else 0.0
+
+    def check_verdicts(self, verdicts: Iterable[str], what: str) -> None:
+        """Raise :class:`SandboxErrorShareExceeded` when the ``sandbox_error`` share of ``verdicts`` (e.g. the rows of
+        one dataset, resumed ones included) is above ``max_share``; ``what`` names them in the message."""
+        counts = Counter(verdicts)
+        n = sum(counts.values())
+        share = counts["sandbox_error"] / n if n else 0.0
+        if share > self.max_share:
+            raise SandboxErrorShareExceeded(
+                f"{what}: {counts['sandbox_error']} of {n} verdicts ({share:.1%}) were sandbox_error, above "
+                f"judge.max_sandbox_error_share={self.max_share:g}: the judge ({self.where}) failed, not the "
+                f"programs; no metrics written")
+
+    def check_sandbox_errors(self) -> None:
+        """Raise :class:`SandboxErrorShareExceeded` when the ``sandbox_error`` share of the verdicts counted so far
+        is above ``max_share``; the message is one line naming the count, the share, the judge and one error."""
+        share = self.sandbox_error_share()
+        if share > self.max_share:
+            n = sum(self.counts.values())
+            example = f"; first error: {self._examples[0]}" if self._examples and self._examples[0] else ""
+            raise SandboxErrorShareExceeded(
+                f"{self.counts['sandbox_error']} of {n} verdicts ({share:.1%}) were sandbox_error, above "
+                f"judge.max_sandbox_error_share={self.max_share:g}: the judge ({self.where}) failed, not the "
+                f"programs; no metrics written{example}")
+
+
+def load_judge_params(params_path: str | Path = "params.yaml") -> JudgeParams:
+    """Section ``judge`` of ``params_path``, or the defaults when the file has no such section. Raises
+    :class:`rlvr.config.ConfigError` when the section is invalid."""
+    from rlvr.config import load_params, load_section
+
+    if "judge" not in load_params(params_path):
+        return JudgeParams()
+    return load_section("judge", JudgeParams, params_path)
+
+
+@contextlib.contextmanager
+def open_judge(params_path: str | Path = "params.yaml",
+               factory: Callable[[], Any] | None = None) -> Iterator[GuardedJudge]:
+    """A stage's judge: ``factory()`` (default :func:`rlvr.judge.client.get_judge`) checked by :func:`preflight`
+    (unless ``judge.preflight`` is false), yielded as a :class:`GuardedJudge`; when the ``with`` body ends without an
+    error, :meth:`GuardedJudge.check_sandbox_errors` runs, so a stage that writes its metrics after the block writes
+    none when the share is exceeded. The judge is closed on exit (errors while closing are ignored).
+
+    Raises :class:`JudgeUnavailable`, :class:`SandboxErrorShareExceeded`, :class:`rlvr.config.ConfigError`."""
+    cfg = load_judge_params(params_path)
+    if factory is None:
+        from rlvr.judge.client import get_judge as factory
+    judge = factory()
+    guarded = GuardedJudge(judge, cfg.max_sandbox_error_share)
+    try:
+        if cfg.preflight:
+            preflight(judge, guarded.where)
+        yield guarded
+        guarded.check_sandbox_errors()
+    finally:
+        with contextlib.suppress(Exception):
+            guarded.close()
