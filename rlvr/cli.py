@@ -25,6 +25,7 @@ __all__ = ["LAZY_SUBCOMMANDS", "LazyGroup", "main"]
 
 #: Subcommands defined in other modules: name → ``"module:attribute"`` (a click command or group).
 LAZY_SUBCOMMANDS: dict[str, str] = {
+    "convert": "rlvr.data.convert:main",
     "summary": "rlvr.report.summary:main",
     "wandb-sync": "rlvr.report.wandb_sync:main",
 }
