@@ -4,6 +4,8 @@ Commands::
 
     rlvr sandbox serve --host 127.0.0.1 --port 8080 [--workers N]    # the judge as an HTTP server
     rlvr judge --dataset humanevalplus --samples samples.jsonl --out verdicts.jsonl
+    rlvr judge --evalplus --dataset humaneval --samples samples.jsonl --k 1,10   # as evalplus.evaluate
+    rlvr convert train.parquet --out problems.jsonl                # verl (PRIME/TACO/APPS) parquet → rlvr problems
     rlvr summary                                                   # the run's result per phase and dataset
 
 Subcommand modules are imported only when that subcommand runs, so ``rlvr --help`` stays fast. To add a command
