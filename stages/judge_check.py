@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rlvr.config import Section
 from rlvr.data.schema import read_problems
@@ -32,6 +32,13 @@ class JudgeCheckParams(Section):
     must_pass: list[str] = Field(default_factory=list)
     full_datasets: list[str] = Field(default_factory=list)
     max_listed: int = 200
+
+    @field_validator("must_pass")
+    @classmethod
+    def _one_spelling(cls, v: list[str]) -> list[str]:  # "humanevalplus:v0.1.10" = "humanevalplus-v0.1.10"
+        from rlvr.data.bundled import canonical_name
+
+        return [canonical_name(n) for n in v]
 
 
 @stage(option("--problems-dir", default="data/governance/problems", type=click.Path(exists=True)),

@@ -77,6 +77,15 @@ def entry_expression(fn_name: str) -> str:
     return f"{fn_name} if {fn_name!r} in globals() else Solution().{fn_name}"
 
 
+def _plain(x: Any) -> Any:
+    """numpy arrays (what pandas gives for a parquet list column) as nested lists; anything else unchanged."""
+    if hasattr(x, "tolist") and not isinstance(x, (str, bytes)):
+        return x.tolist()
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    return x
+
+
 def _int_keys(d: dict[Any, Any]) -> dict[Any, Any]:
     return {int(k): v for k, v in d.items()}
 
@@ -144,13 +153,14 @@ def verl_layout_fields(d: dict[str, Any], data_source: str = "unknown") -> dict[
 
     Args:
         d: the parsed ground truth. Extra keys are ignored, as verl ignores them.
-        data_source: the row's ``data_source``; the id is ``"<data_source>/<first 12 hex of the sha256 of d's
-            canonical JSON>"`` (stable, so a GRPO group's samples share one cached problem).
+        data_source: the row's ``data_source``; the id is ``"<data_source>/<first 12 hex of the sha256 of the
+            canonical JSON of inputs, outputs and fn_name>"`` (stable, so a GRPO group's samples share one cached
+            problem). numpy arrays (pandas' reading of parquet list columns) are read as lists.
 
     Raises:
         ValueError: naming the field, for the malformed layouts listed in the module doc.
     """
-    ins, outs, fn = d.get("inputs"), d.get("outputs"), d.get("fn_name")
+    ins, outs, fn = (_plain(d.get(k)) for k in ("inputs", "outputs", "fn_name"))
     if not isinstance(ins, list) or not isinstance(outs, list):
         raise ValueError("ground_truth: fields 'inputs' and 'outputs': expected lists")
     if len(ins) != len(outs):
@@ -165,7 +175,8 @@ def verl_layout_fields(d: dict[str, Any], data_source: str = "unknown") -> dict[
             tests.append({"kind": "assert", "code": call_assert_code(_call_args(a, i), _call_expected(b))})
         else:
             tests.append({"kind": "stdio", "stdin": _text(a, f"inputs[{i}]"), "stdout": _text(b, f"outputs[{i}]")})
-    blob = json.dumps(d, sort_keys=True, ensure_ascii=False, default=str).encode()
+    blob = json.dumps({"inputs": ins, "outputs": outs, "fn_name": fn}, sort_keys=True, ensure_ascii=False,
+                      default=repr).encode()
     return {"id": f"{data_source}/{hashlib.sha256(blob).hexdigest()[:12]}", "tests": tests,
             "entry_point": entry_expression(fn) if fn else None,
             "meta": {"ground_truth_layout": "verl", **({"fn_name": fn} if fn else {})}}

@@ -32,6 +32,17 @@ def test_one_spelling_per_dataset():
             == "humanevalplus-v0.1.10"
 
 
+def test_judge_check_must_pass_reads_both_spellings():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_judge_check_stage",
+                                                  Path(__file__).parents[2] / "stages" / "judge_check.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = mod.JudgeCheckParams(must_pass=["humanevalplus:v0.1.10", "mbpp-all", "humaneval"])
+    assert cfg.must_pass == ["humanevalplus-v0.1.10", "mbpp-all", "humaneval"]
+
+
 def test_evalplus_names_only_in_evalplus_mode():
     assert resolve_dataset("humaneval") == "humaneval"  # rlvr: the original HumanEval
     assert resolve_dataset("humaneval", evalplus=True) == "humanevalplus-v0.1.10"

@@ -104,3 +104,12 @@ def test_call_rows_real_judge(judge):
         assert crash["status"] == "runtime_error" and crash["score"] == 0.0
     finally:
         set_default_judge(prev)
+
+
+def test_numpy_columns_as_pandas_reads_them():
+    np = pytest.importorskip("numpy")
+    gt = {"fn_name": "add", "inputs": np.array([np.array([1, 2]), np.array([3, 4])], dtype=object),
+          "outputs": np.array([[3], [7]])}
+    p = from_ground_truth(gt, "taco")
+    assert p.id == from_ground_truth(json.loads(CALL["reward_model"]["ground_truth"]), "taco").id
+    assert len(p.tests) == 2 and "_json.loads('[1, 2]')" in p.tests[0].code
