@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +27,10 @@ __all__ = [
     "BUNDLED",
     "DEFAULT_VERSIONS",
     "ID_FIELDS",
+    "VERSIONED",
     "BundledDataset",
     "BundledFile",
+    "canonical_name",
     "decode_utf8",
     "default_raw_dir",
     "iter_records",
@@ -146,14 +149,43 @@ BUNDLED: dict[str, BundledDataset] = {d.key: d for d in _DATASETS}
 DEFAULT_VERSIONS: dict[str, str] = {"humanevalplus": "v0.1.10", "mbppplus": "v0.2.0"}
 
 
+#: Names of the datasets that come in versions (``humanevalplus``, ``mbppplus``).
+VERSIONED: frozenset[str] = frozenset(d.name for d in _DATASETS if d.version is not None)
+
+_DASH_VERSION = re.compile(r"^(?P<name>.+)-(?P<version>v\d+(?:\.\d+)*)$")
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
-    """Split ``"name[:version]"`` into ``(name, version)``; the version defaults from :data:`DEFAULT_VERSIONS`.
+    """Split a dataset spec into ``(name, version)``; the version defaults from :data:`DEFAULT_VERSIONS`.
+
+    Both spellings of a version are read: ``"humanevalplus:v0.1.10"`` and the file-name form
+    ``"humanevalplus-v0.1.10"`` (the dash form only for a name of :data:`VERSIONED`, so a name containing ``-v1`` of
+    another dataset is left whole). :func:`canonical_name` gives the one spelling rlvr writes.
+
+    >>> parse_spec("humanevalplus-v0.1.10") == parse_spec("humanevalplus:v0.1.10") == ("humanevalplus", "v0.1.10")
+    True
 
     Raises :class:`DataError` on an empty name."""
     name, _, version = spec.strip().partition(":")
+    if not version:
+        m = _DASH_VERSION.match(name)
+        if m and m.group("name") in VERSIONED:
+            name, version = m.group("name"), m.group("version")
     if not name:
         raise DataError(f"dataset spec {spec!r}: empty dataset name")
     return name, (version or DEFAULT_VERSIONS.get(name))
+
+
+def canonical_name(spec: str) -> str:
+    """The one spelling of a dataset: ``name`` or ``name-version`` with the default version filled, the form of its
+    files (``data/governance/problems/<name>.jsonl``), manifests and metrics keys. Either spelling of
+    :func:`parse_spec` goes in.
+
+    >>> canonical_name("humanevalplus:v0.1.10"), canonical_name("humanevalplus"), canonical_name("mbpp")
+    ('humanevalplus-v0.1.10', 'humanevalplus-v0.1.10', 'mbpp')
+    """
+    name, version = parse_spec(spec)
+    return name if version is None else f"{name}-{version}"
 
 
 def resolve(spec: str) -> BundledDataset:

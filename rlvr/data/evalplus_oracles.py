@@ -19,6 +19,9 @@ Source: ``evalplus`` 0.3.1, ``evalplus/eval/__init__.py::unsafe_execute`` and ``
   ``find_zero`` branch ``continue``s before recording the input as passed, so ``untrusted_check`` sees fewer results
   than inputs and returns ``fail``; fixed upstream after 0.3.1). Chosen with the loader option
   ``evalplus_release="0.3.1"`` (:data:`COMPAT`), to reproduce a table made with that release.
+* ``evalplus_release="pre-set-eq"`` turns ``set_eq`` back into the general rule (``out == exp``), as the evaluator
+  that produced the published MBPP+ v0.1.0 tables compared those 8 tasks (before evalplus issue #148, April 2024):
+  an answer in another element order fails there, as it did in those tables.
 
 Each becomes an :class:`~rlvr.data.schema.AssertTest` (the expected value or reference code inside the test code, as
 the benchmark's own tests are) keeping the call test's ``group`` and ``public``. :func:`evalplus_atols` applies
@@ -50,9 +53,16 @@ ORACLES: dict[str, dict[str, str]] = {
     "humanevalplus": {"find_zero": "poly_root"},
 }
 
-# evaluator release → {oracle: the oracle that release actually applies}; see docs/judge/parity.md
-COMPAT: dict[str, dict[str, str]] = {"0.3.1": {"poly_root": "poly_root_0.3.1"}}
-_KINDS = {k for d in ORACLES.values() for k in d.values()} | {k for d in COMPAT.values() for k in d.values()}
+# evaluator release → {oracle: the oracle that release actually applies (None: the general rule)}; see
+# docs/judge/parity.md. "pre-set-eq": the evaluator before the MBPP+ set-equality oracle (added after evalplus issue
+# #148, April 2024: the 8 tasks whose reference returns tuple(set(...))/list(set(...)) were compared with ``==``),
+# which made the published MBPP+ v0.1.0 tables.
+COMPAT: dict[str, dict[str, str | None]] = {
+    "0.3.1": {"poly_root": "poly_root_0.3.1"},
+    "pre-set-eq": {"set_eq": None},
+}
+_KINDS = {k for d in ORACLES.values() for k in d.values()} | {
+    k for d in COMPAT.values() for k in d.values() if k is not None}
 
 _SURFACE_AREA = '''
 def _ep_surface_Area(base_edge, height):

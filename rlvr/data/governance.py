@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rlvr.config import Section
-from rlvr.data.bundled import parse_spec, resolve, sha256_file
+from rlvr.data.bundled import canonical_name, resolve, sha256_file
 from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
 from rlvr.data.errors import DataError
@@ -67,9 +67,10 @@ __all__ = [
 class DatasetSpec(Section):
     """One dataset entry of ``governance.datasets``.
 
-    ``name``: ``"name[:version]"``; ``role``: ``train`` | ``dev`` | ``test`` (drives decontamination); ``splits``: keep
-    only these native splits (``None``: all); ``max_problems``: keep the first N after loading (smoke runs);
-    ``time_limit_s`` (per test, seconds) / ``float_tolerance`` / ``include_challenge_tests``: loader options."""
+    ``name``: ``"name[:version]"`` or ``"name-version"`` (stored as the latter, :func:`dataset_slug`); ``role``:
+    ``train`` | ``dev`` | ``test`` (drives decontamination); ``splits``: keep only these native splits (``None``:
+    all); ``max_problems``: keep the first N after loading (smoke runs); ``time_limit_s`` (per test, seconds) /
+    ``float_tolerance`` / ``include_challenge_tests``: loader options."""
 
     name: str
     role: Literal["train", "dev", "test"] = "test"
@@ -78,6 +79,11 @@ class DatasetSpec(Section):
     time_limit_s: float | None = Field(default=None, gt=0)
     float_tolerance: float | None = Field(default=None, ge=0)
     include_challenge_tests: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _one_spelling(cls, v: str) -> str:  # "humanevalplus:v0.1.10" and "humanevalplus-v0.1.10" are one dataset
+        return canonical_name(v)
 
 
 class DedupParams(Section):
@@ -141,8 +147,7 @@ class GovernanceParams(Section):
 
 def dataset_slug(spec: str) -> str:
     """File-name form of ``"name[:version]"`` with the default version filled: ``"humanevalplus-v0.1.10"``."""
-    name, version = parse_spec(spec)
-    return name if version is None else f"{name}-{version}"
+    return canonical_name(spec)
 
 
 def load_configured(cfg: GovernanceParams, raw_dir: str | Path | None = None) -> dict[str, list[Problem]]:

@@ -30,6 +30,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rlvr.data.verl_layout import is_verl_layout, verl_layout_fields
+
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
@@ -173,10 +175,16 @@ def ground_truth(problem: Problem) -> str:
 def from_ground_truth(gt: str | dict[str, Any], data_source: str = "unknown") -> Problem:
     """Rebuild a judgeable :class:`Problem` from a ``ground_truth`` JSON string (or its parsed dict).
 
-    Raises ``ValueError`` naming the missing/invalid field when ``gt`` is not a ground_truth payload."""
+    Also reads verl's code layout ``{"inputs", "outputs"[, "fn_name"]}`` (PRIME/TACO/APPS files, what verl's
+    ``prime_code`` and ``sandbox_fusion`` scorers read): :func:`rlvr.data.verl_layout.verl_layout_fields`.
+
+    Raises ``ValueError`` naming the missing/invalid field when ``gt`` is neither payload."""
     d = json.loads(gt) if isinstance(gt, str) else dict(gt)
+    if is_verl_layout(d):
+        d = verl_layout_fields(d, data_source)
     if not isinstance(d, dict) or "tests" not in d:
-        raise ValueError("ground_truth: expected a JSON object with a 'tests' field")
+        raise ValueError("ground_truth: expected a JSON object with a 'tests' field (rlvr's layout) or 'inputs' and "
+                         "'outputs' (verl's prime_code/sandbox_fusion layout)")
     d.setdefault("id", f"{data_source}/unknown")
     return Problem(source=data_source, split="unknown", statement="", **d)
 

@@ -13,10 +13,10 @@ import logging
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rlvr.config import Section
-from rlvr.data.bundled import sha256_file
+from rlvr.data.bundled import canonical_name, sha256_file
 from rlvr.data.schema import Problem, read_problems
 from rlvr.eval.backend import BackendParams
 from rlvr.eval.protocol import evaluate
@@ -31,11 +31,17 @@ log = logging.getLogger(__name__)
 
 class DatasetSelection(Section):
     """One dataset to evaluate: ``name`` of ``data/governance/problems/<name>.jsonl``; ``splits``: keep only these
-    native splits (``None`` = all); ``limit``: first N problems after the split filter (``None`` = all)."""
+    native splits (``None`` = all); ``limit``: first N problems after the split filter (``None`` = all). Both
+    spellings of a version are read and stored as one (:func:`rlvr.data.bundled.canonical_name`)."""
 
     name: str
     splits: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _one_spelling(cls, v: str) -> str:  # "humanevalplus:v0.1.10" and "humanevalplus-v0.1.10" are one dataset
+        return canonical_name(v)
 
 
 class BaselineParams(BackendParams):

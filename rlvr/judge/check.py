@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
@@ -25,6 +25,13 @@ class JudgeCheckParams(Section):
     must_pass: list[str] = Field(default_factory=list)
     full_datasets: list[str] = Field(default_factory=list)
     max_listed: int = 200
+
+    @field_validator("must_pass")
+    @classmethod
+    def _one_spelling(cls, v: list[str]) -> list[str]:  # "humanevalplus:v0.1.10" = "humanevalplus-v0.1.10"
+        from rlvr.data.bundled import canonical_name
+
+        return [canonical_name(n) for n in v]
 
 
 class JudgeLike(Protocol):

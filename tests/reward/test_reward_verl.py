@@ -58,7 +58,7 @@ def test_compute_score_async_matches_sync(fake_judge):
 
 def test_bad_inputs(fake_judge):
     with pytest.raises(ValueError, match="ground_truth"):
-        rverl.compute_score("apps", "x", '{"inputs": [], "outputs": []}')
+        rverl.compute_score("apps", "x", '{"input": ["1"], "output": ["1"]}')  # neither rlvr's nor verl's layout
     with pytest.raises(ValueError):
         rverl.compute_score("s", "x", GT, reward_mode="partial")
 

@@ -2,6 +2,8 @@
 
 * :mod:`rlvr.judge.api.sandboxfusion` – SandboxFusion's ``GET /v1/ping`` and ``POST /run_code``.
 * :mod:`rlvr.judge.api.scalebox` – ScaleBox's ``POST /common_evaluate_batch``.
+* :mod:`rlvr.judge.api.datasets` – SandboxFusion's dataset API (``/submit``, ``/get_prompts``, …): 501 naming the
+  alternative.
 * :mod:`rlvr.judge.api.native` – rlvr's own ``/rlvr/judge``, ``/rlvr/call_outputs``, ``/rlvr/info``.
 * :mod:`rlvr.judge.api.admission` – bounded admission (503 + ``Retry-After``) and the judge call in the thread pool.
 * :mod:`rlvr.judge.api.metrics` – Prometheus collectors (``GET /metrics``).

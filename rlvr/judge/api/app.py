@@ -30,7 +30,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rlvr.judge.api import native, sandboxfusion, scalebox
+from rlvr.judge.api import datasets, native, sandboxfusion, scalebox
 from rlvr.judge.api.admission import AdmissionGate, Infrastructure, Saturated
 from rlvr.judge.api.common import REQUEST_ID_HEADER, BadRequest, SafeJSONResponse
 from rlvr.judge.api.limits import BodyLimit
@@ -182,7 +182,7 @@ def create_app(
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return SafeJSONResponse(status_code=exc.status_code, content={"detail": exc.detail}, headers=exc.headers)
 
-    for api in (sandboxfusion, scalebox, native):
+    for api in (sandboxfusion, scalebox, native, datasets):
         app.include_router(api.router)
     app.add_middleware(BodyLimit, max_bytes=max_body)  # outermost: before anything reads the body
     return app
