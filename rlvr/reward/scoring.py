@@ -91,8 +91,16 @@ def _is_infra(exc: BaseException) -> bool:
 
 
 def judge_bound_s(problem: Problem) -> float:
-    """The embedded judge's own hang bound for one submission, wall seconds: ``tests × (time limit + 2 s) + 60 s``."""
-    return len(problem.tests) * (float(problem.time_limit_s) + 2.0) + 60.0
+    """The embedded judge's own hang bound for one submission, wall seconds: ``tests × (time limit + 2 s) + 60 s``;
+    with a special checker, checker time counts too: ``+ 2 × tests × (checker time limit + 2 s) + 60 s`` (each test's
+    check, at most one reference check per check that failed, :class:`rlvr.judge.scoring.CheckBudget`, and one
+    compilation of a compiled checker)."""
+    n = len(problem.tests)
+    bound = n * (float(problem.time_limit_s) + 2.0) + 60.0
+    checker = getattr(problem, "checker", None)
+    if checker is not None:
+        bound += 2 * n * (float(checker.time_limit_s) + 2.0) + 60.0
+    return bound
 
 
 @dataclass(frozen=True)
