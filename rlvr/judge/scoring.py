@@ -16,7 +16,7 @@ from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, 
 from rlvr.judge.literal import MAX_INT_DIGITS
 from rlvr.judge.verdict import TestResult, Verdict
 
-__all__ = ["CheckBudget", "checked", "failure_verdict", "int_digit_bound", "printable", "score"]
+__all__ = ["CheckBudget", "checked", "failure_verdict", "int_digit_bound", "printable", "request_bound_s", "score"]
 
 TRUSTED_INT_DIGITS = 10**8  # bound for the dataset's own expected values (HumanEval+/139 holds 263k-digit integers)
 
@@ -83,6 +83,20 @@ def failure_verdict(rec: dict[str, Any], kind: str, oom: bool = False) -> tuple[
     if status != "ok":
         return "runtime_error", f"no valid result for this test ({status!r})"
     return None
+
+
+def request_bound_s(problem: Problem, n_tests: int | None = None, checks: bool = True) -> float:
+    """Wall seconds one submission of ``problem`` may keep a judge busy: ``n × (time limit + 2 s) + 60 s`` for ``n``
+    tests (default: all of them; the embedded judge's hang bound) plus, with a special checker and ``checks``, its
+    time: ``2 × n × (checker time limit + 2 s) + 60 s`` (each test's check, at most one reference check per check
+    that failed, see :class:`CheckBudget`, and one compilation of a compiled checker). The bound the reward layer
+    and :class:`~rlvr.judge.client.RemoteJudge` wait for before calling a request lost."""
+    n = len(problem.tests) if n_tests is None else n_tests
+    bound = n * (float(problem.time_limit_s) + 2.0) + 60.0
+    checker = getattr(problem, "checker", None)
+    if checks and checker is not None:
+        bound += 2 * n * (float(checker.time_limit_s) + 2.0) + 60.0
+    return bound
 
 
 class CheckBudget:

@@ -91,16 +91,11 @@ def _is_infra(exc: BaseException) -> bool:
 
 
 def judge_bound_s(problem: Problem) -> float:
-    """The embedded judge's own hang bound for one submission, wall seconds: ``tests × (time limit + 2 s) + 60 s``;
-    with a special checker, checker time counts too: ``+ 2 × tests × (checker time limit + 2 s) + 60 s`` (each test's
-    check, at most one reference check per check that failed, :class:`rlvr.judge.scoring.CheckBudget`, and one
-    compilation of a compiled checker)."""
-    n = len(problem.tests)
-    bound = n * (float(problem.time_limit_s) + 2.0) + 60.0
-    checker = getattr(problem, "checker", None)
-    if checker is not None:
-        bound += 2 * n * (float(checker.time_limit_s) + 2.0) + 60.0
-    return bound
+    """The embedded judge's own bound for one submission, wall seconds: ``tests × (time limit + 2 s) + 60 s``, plus
+    the special checker's time when there is one (:func:`rlvr.judge.scoring.request_bound_s`)."""
+    from rlvr.judge.scoring import request_bound_s
+
+    return request_bound_s(problem)
 
 
 @dataclass(frozen=True)

@@ -143,9 +143,13 @@ def test_governance_drops_a_problem_whose_checker_fails_on_its_reference(judge) 
     assert "rejects the reference output" in report["dropped"][0]["reason"]
 
 
-def test_the_rewards_request_bound_counts_checker_time() -> None:
+def test_the_request_bounds_of_rewards_and_client_count_checker_time() -> None:
     from rlvr.reward.scoring import judge_bound_s
 
     plain = _problem(CHECKER, n_tests=4).model_copy(update={"checker": None})
     checked_problem = _problem(CHECKER.model_copy(update={"time_limit_s": 10.0}), n_tests=4)
     assert judge_bound_s(checked_problem) == judge_bound_s(plain) + 2 * 4 * 12.0 + 60.0
+    from rlvr.judge.client import RemoteJudge
+
+    assert RemoteJudge._hang_timeout(checked_problem, 4) == judge_bound_s(checked_problem)
+    assert RemoteJudge._hang_timeout(checked_problem, 4, False) == judge_bound_s(plain)  # call_outputs: no checks
