@@ -169,6 +169,7 @@ def test_render_json_in_chunks_matches_one_call_and_replaces_undecodable_text() 
     assert json.loads(render_json(jr)) == whole
     assert json.loads(render_json({"outputs": ["1"] * (CHUNK + 5), "request_id": None}))["outputs"] == ["1"] * 261
     assert render_json({}) == b"{}" and json.loads(render_json([0] * (2 * CHUNK))) == [0] * (2 * CHUNK)
+    assert render_json(jr, size_hint=1000) == render_json(jr)  # the one-call path for small answers: same bytes
 
 
 def test_long_test_lists_are_validated_in_chunks_naming_the_bad_one() -> None:

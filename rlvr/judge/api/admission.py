@@ -39,8 +39,14 @@ from rlvr.judge.api.common import BadRequest, Rendered, is_python, render_json, 
 from rlvr.judge.verdict import JudgeResult, TestResult, summarise
 
 __all__ = [
-    "AdmissionGate", "Answer", "Collector", "Infrastructure", "Saturated", "admitted", "admitted_call", "judge_program",
+    "REPORT_CHARS", "AdmissionGate", "Answer", "Collector", "Infrastructure", "Saturated", "admitted", "admitted_call",
+    "judge_program",
 ]
+
+#: Upper estimate of one test's share of a judging answer, characters: its report (stdout ≤ 1,000, stderr ≤ 2,000,
+#: message ≤ 2,000 characters, :mod:`rlvr.judge.scoring`) twice (ScaleBox copies it into ``exec_info``) plus the
+#: fields. Used for :attr:`Answer.size_hint` (text before JSON escaping, which may grow control characters 6×).
+REPORT_CHARS = 2 * 5000 + 500
 
 log = logging.getLogger("rlvr.judge.server")
 
@@ -132,13 +138,16 @@ class Answer:
     """What an admitted endpoint's work returns (built off the event loop): ``content`` (a pydantic model or plain
     JSON values), HTTP ``status``, extra ``headers``, the ``verdict`` to log and count (None: not a judgement) and
     ``keep``: the request's large intermediate objects (parsed request, problem, judge result), handed over so that
-    they are freed a chunk at a time (:func:`rlvr.judge.api.common.shed`) rather than in one long C call."""
+    they are freed a chunk at a time (:func:`rlvr.judge.api.common.shed`) rather than in one long C call; and
+    ``size_hint``: an upper estimate of the rendered answer's length in characters, which lets a small answer be
+    rendered in one call (:func:`rlvr.judge.api.common.render_json`; ``None`` = unknown)."""
 
     content: Any
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
     verdict: str | None = None
     keep: tuple[Any, ...] = ()
+    size_hint: int | None = None
 
 
 async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Response:
@@ -162,7 +171,7 @@ async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Re
         # only the rendered bytes leave this thread: the request's object trees (parsed body, problem, results,
         # answer model) are freed here, not on the event loop, where freeing a million objects takes ~0.3 s
         answer = work(body, judge)
-        data = render_json(answer.content)
+        data = render_json(answer.content, answer.size_hint)
         shed(answer.content, *answer.keep)
         return data, answer.status, answer.headers, answer.verdict
 

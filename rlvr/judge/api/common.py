@@ -19,6 +19,7 @@ __all__ = [
     "CHUNK",
     "PYTHON_NAMES",
     "REQUEST_ID_HEADER",
+    "SMALL",
     "STR_CHUNK",
     "BadRequest",
     "BoundedJSONRequest",
@@ -118,13 +119,23 @@ def _render_parts(value: Any, out: list[str]) -> None:
         out.append(_dumps(to_jsonable_python(value)))
 
 
-def render_json(content: Any) -> bytes:
+#: Up to this size hint (characters before JSON escaping) :func:`render_json` renders in one call (~0.1 ms for a
+#: 10-test answer, against ~0.9 ms walking it): at ~10 ms per MB of text, even with every character escaped 6×
+#: such a call holds the interpreter lock for at most ~30 ms.
+SMALL = 1 << 19
+
+
+def render_json(content: Any, size_hint: int | None = None) -> bytes:
     """``content`` (plain JSON values, or a pydantic model) as compact UTF-8 JSON bytes; any string that is not valid
     Unicode (a program's invalid UTF-8 output carried as surrogates) is rendered with U+FFFD. Never raises for
     undecodable program output. A long list (over :data:`CHUNK` elements, e.g. the per-test results of a request
     with 40,000 tests) is rendered :data:`CHUNK` elements per call and a long string (16 MB of a program's
     undecodable output: ~0.5 s in one call) :data:`STR_CHUNK` characters per call, so rendering off the event loop
-    never holds the interpreter lock for long."""
+    never holds the interpreter lock for long. ``size_hint``: an upper estimate of the answer's length in characters
+    (from what the caller knows: outputs' lengths, tests × report caps, the body's size); at most :data:`SMALL`, the
+    answer is rendered in one call; ``None`` = unknown (rendered in pieces)."""
+    if size_hint is not None and size_hint <= SMALL:
+        return _dumps(_dump(content)).encode("utf-8")
     parts: list[str] = []
     _render_parts(content, parts)
     return b"".join(p.encode("utf-8") for p in parts)

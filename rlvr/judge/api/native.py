@@ -27,7 +27,7 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from rlvr.data.schema import Problem
-from rlvr.judge.api.admission import Answer, admitted, judge_program
+from rlvr.judge.api.admission import REPORT_CHARS, Answer, admitted, judge_program
 from rlvr.judge.api.common import (
     REQUEST_ID_HEADER,
     BadRequest,
@@ -94,7 +94,7 @@ def _judge(request: Request) -> Callable[[bytes, Any], Answer]:
         rid = _request_id(req, request)
         headers = {REQUEST_ID_HEADER: rid} if rid is not None else {}
         return Answer(JudgeResponse(**dict(jr), request_id=rid), headers=headers, verdict=jr.verdict,
-                      keep=(req, problem, jr))
+                      keep=(req, problem, jr), size_hint=REPORT_CHARS * len(jr.tests) + 4096)
 
     return work
 
@@ -121,10 +121,11 @@ def _call_outputs(request: Request) -> Callable[[bytes, Any], Answer]:
             outs = judge.call_outputs(problem, req.solution)
         except (SandboxError, RuntimeError, OSError) as exc:
             detail = f"sandbox_error: {type(exc).__name__}: {exc}"[:2000]
-            return Answer({"detail": detail}, status=500, headers=headers)
+            return Answer({"detail": detail}, status=500, headers=headers, size_hint=len(detail) + 64)
         except ValueError as exc:  # the solution does not compile
             raise BadRequest(str(exc)) from exc
-        return Answer({"outputs": outs, "request_id": rid}, headers=headers, keep=(req, problem))
+        hint = sum(len(o) for o in outs if o is not None) + 16 * len(outs) + 1024
+        return Answer({"outputs": outs, "request_id": rid}, headers=headers, keep=(req, problem), size_hint=hint)
 
     return work
 

@@ -189,8 +189,9 @@ def _run(body: bytes, judge: Any) -> Answer:
     except Exception as exc:  # infrastructure: SandboxFusion answers SandboxError, never a 500
         log.exception("run_code: the judge raised")
         return Answer(RunCodeResponse(status="SandboxError", message=f"{type(exc).__name__}: {exc}"[:2000]),
-                      verdict="sandbox_error")
-    return Answer(run_response(rr, req.language), verdict=rr.verdict)
+                      verdict="sandbox_error", size_hint=16384)
+    hint = (len(rr.stdout) + len(rr.stderr)) + 4096
+    return Answer(run_response(rr, req.language), verdict=rr.verdict, size_hint=hint)
 
 
 @router.post(

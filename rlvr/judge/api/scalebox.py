@@ -31,7 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest, Test
-from rlvr.judge.api.admission import Answer, admitted, judge_program
+from rlvr.judge.api.admission import REPORT_CHARS, Answer, admitted, judge_program
 from rlvr.judge.api.common import (
     BadRequest,
     BoundedJSONRoute,
@@ -335,7 +335,9 @@ def _evaluate(body: bytes, judge: Any) -> Answer:
     problem, code, infos = problem_from_submit(req)
     language = req.config.language or "python"
     jr = judge_program(judge, problem, code, language, "config.language")
-    return Answer(_eval_result(req, code, infos, jr), verdict=jr.verdict, keep=(req, problem, infos, jr))
+    hint = len(body) + REPORT_CHARS * len(jr.tests) + 4096  # echoes of the body (code, test_info) + reports
+    return Answer(_eval_result(req, code, infos, jr), verdict=jr.verdict, keep=(req, problem, infos, jr),
+                  size_hint=hint)
 
 
 @router.post(
