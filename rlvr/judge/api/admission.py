@@ -35,7 +35,7 @@ from fastapi import Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from rlvr.judge.api.common import BadRequest, Rendered, is_python, render_json, shed, the_judge
+from rlvr.judge.api.common import SMALL, BadRequest, Rendered, is_python, render_json, shed, the_judge
 from rlvr.judge.verdict import JudgeResult, TestResult, summarise
 
 __all__ = [
@@ -172,7 +172,8 @@ async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Re
         # answer model) are freed here, not on the event loop, where freeing a million objects takes ~0.3 s
         answer = work(body, judge)
         data = render_json(answer.content, answer.size_hint)
-        shed(answer.content, *answer.keep)
+        if len(body) > SMALL or answer.size_hint is None or answer.size_hint > SMALL:  # else too small to matter
+            shed(answer.content, *answer.keep)
         return data, answer.status, answer.headers, answer.verdict
 
     async with state.gate.slot() as wait_s:
