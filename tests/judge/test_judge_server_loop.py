@@ -207,3 +207,19 @@ def test_shed_empties_long_lists_reachable_from_the_roots() -> None:
     short = [1, 2, 3]
     shed(jr, payload, short)
     assert jr.tests == [] and payload["a"] == [[]] and payload["b"][1] == [] and short == [1, 2, 3]
+
+
+def test_collector_runs_full_collections_when_idle_or_overdue() -> None:
+    from rlvr.judge.api.admission import Collector
+    from rlvr.judge.api.app import create_app
+
+    c = Collector(idle_s=1.0, max_s=300.0)
+    c.last -= 2.0
+    assert c.due(running=0) and not c.due(running=3)  # idle: yes; busy, not overdue: no
+    c.last -= 300.0
+    assert c.due(running=3)  # overdue even under load
+    c.collect()
+    assert c.collections == 1 and not c.due(running=0)
+    assert create_app(object()).state.collector is None  # process-wide tuning only for a server owning its process
+    assert create_app(None, workers=1).state.collector is not None
+    assert create_app(object(), tune_gc=True).state.collector is not None
