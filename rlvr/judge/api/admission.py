@@ -13,9 +13,11 @@ everything else in Starlette's thread pool: JSON decoding and schema validation,
 cases, code-fence extraction, base64 files), the judge call (sandbox run, output comparison, literal parsing of
 returned values, checkers), building the answer and rendering it to JSON bytes. The loop then only sends those bytes.
 So one tenant's request, however large or hostile, costs other clients (``/v1/ping`` included) at most the
-interpreter's thread switch interval (5 ms) per long pure-Python step, plus the longest single C-level call of that
-work (see ``docs/judge/threat-model.md``, "Host-side work"). Consequence: a malformed request (400/422) is answered
-only once admitted, and a saturated server answers 503 before looking at the body.
+interpreter's thread switch interval per step, plus the longest single C-level call of that work, which is kept
+short: test lists are validated, long lists and strings rendered and the request's objects freed a chunk at a time
+(:mod:`rlvr.judge.api.common`), large answers leave in pieces, and :class:`Collector` keeps full garbage collections
+off busy moments (``docs/judge/api.md``, "The event loop never works on request content"). Consequence: a malformed
+request (400/422) is answered only once admitted, and a saturated server answers 503 before looking at the body.
 """
 
 from __future__ import annotations
