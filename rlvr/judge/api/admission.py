@@ -172,7 +172,16 @@ async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Re
     def run() -> tuple[bytes, int, dict[str, str], str | None]:
         # only the rendered bytes leave this thread: the request's object trees (parsed body, problem, results,
         # answer model) are freed here, not on the event loop, where freeing a million objects takes ~0.3 s
-        answer = work(body, judge)
+        try:
+            answer = work(body, judge)
+        except Exception as exc:  # drop the frames (and the request's objects they hold) here, not on the loop
+            cause: BaseException | None = exc
+            seen: set[int] = set()
+            while cause is not None and id(cause) not in seen:
+                seen.add(id(cause))
+                cause.__traceback__ = None
+                cause = cause.__cause__ or cause.__context__
+            raise
         data = render_json(answer.content, answer.size_hint)
         if len(body) > SMALL or answer.size_hint is None or answer.size_hint > SMALL:  # else too small to matter
             shed(answer.content, *answer.keep)
