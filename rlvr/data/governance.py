@@ -289,6 +289,25 @@ def _counts(problems: Sequence[Problem]) -> dict[str, int]:
     return dict(sorted(c.items()))
 
 
+def _checker_audit(problems: list[Problem], judge: Any) -> tuple[list[Problem], dict[str, Any]]:
+    """Drop problems whose special checker fails on, or rejects, the reference output of a test
+    (:func:`rlvr.judge.checkers.self_check`): only such a checker failure is an infrastructure error, so it must not
+    reach training or evaluation. Report: ``{"checked": n, "dropped": [{id, reason}]}``."""
+    from rlvr.judge.checkers import self_check
+
+    kept, dropped, n = [], [], 0
+    for p in problems:
+        reason = None
+        if p.checker is not None:
+            n += 1
+            reason = self_check(judge, p)
+        if reason is None:
+            kept.append(p)
+        else:
+            dropped.append({"id": p.id, "reason": reason})
+    return kept, {"checked": n, "dropped": dropped}
+
+
 def run_governance(
     problems: Sequence[Problem],
     cfg: GovernanceParams,
@@ -299,7 +318,9 @@ def run_governance(
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Audit then verify ``problems`` (all datasets together, so cross-source collisions are seen).
 
-    Steps: each audit of ``audits`` (default :data:`AUDITS`) in order; then, if ``cfg.compute_expected``, fill
+    Steps: each audit of ``audits`` (default :data:`AUDITS`) in order; then, with a ``judge``, drop problems whose
+    special checker fails on their reference output (report key ``checkers``, present only when some problem has a
+    checker; see :mod:`rlvr.judge.checkers` for penalty attribution); then, if ``cfg.compute_expected``, fill
     call-test oracles with ``judge`` (needs ``call_outputs``); then, if ``cfg.references.verify``, judge reference
     solutions (:func:`verify_references`, needs ``judge_many``). ``ValueError`` if a judge is needed and missing.
     ``origin_of`` (id → input file, :func:`origins`) adds ``file`` to every removed item.
@@ -312,6 +333,8 @@ def run_governance(
     kept = list(problems)
     for name, audit in (AUDITS if audits is None else audits).items():
         kept, report["audits"][name] = audit(kept, cfg)
+    if judge is not None and any(p.checker is not None for p in kept):
+        kept, report["checkers"] = _checker_audit(kept, judge)
     if cfg.compute_expected and any(isinstance(t, CallTest) and t.expected is None for p in kept for t in p.tests):
         if judge is None:
             raise ValueError("run_governance: compute_expected needs a judge")
@@ -323,7 +346,8 @@ def run_governance(
     report["counts_after"] = _counts(kept)
     removed: list[dict[str, Any]] = []
     files = {_printable(k): v for k, v in (origin_of or {}).items()}
-    steps = [(n, r) for n, r in report["audits"].items()] + [("expected", report["expected"])]
+    steps = [(n, r) for n, r in report["audits"].items()] + [("checkers", report.get("checkers")),
+                                                             ("expected", report["expected"])]
     for step, rep in steps:
         for d in (rep or {}).get("dropped", []) if isinstance(rep, dict) else []:
             d.setdefault("file", files.get(_printable(str(d["id"])), ""))

@@ -160,6 +160,7 @@ JUDGE_FIELDS: tuple[str, ...] = (
     "time_limit_s",
     "memory_limit_mb",
     "float_tolerance",
+    "checker",
 )
 
 
@@ -167,8 +168,12 @@ def ground_truth(problem: Problem) -> str:
     """Serialise what the judge needs of ``problem`` (``JUDGE_FIELDS`` plus ``id``) as a JSON string.
 
     This is the ``reward_model.ground_truth`` column of the verl parquet and the ``ground_truth`` column of the TRL
-    datasets; :func:`from_ground_truth` inverts it."""
+    datasets; :func:`from_ground_truth` inverts it. The problem's special ``checker`` travels with it, so the rewards
+    (verl's ``compute_score``, TRL's reward functions) accept every output the checker accepts, as evaluation does;
+    a problem without a checker leaves the key out (its payload is unchanged from before checkers travelled)."""
     d = problem.model_dump(mode="json", include={"id", *JUDGE_FIELDS})
+    if d.get("checker") is None:
+        d.pop("checker", None)
     return json.dumps(d, ensure_ascii=False, sort_keys=True)
 
 

@@ -10,8 +10,17 @@ Problems with several correct outputs (any permutation, any shortest path, float
   (MikeMirzayanov/testlib ``README.md``, "Checker"): ``checker <input-file> <output-file> <answer-file>``, i.e.
   ``argv[1]`` = the test's input, ``argv[2]`` = the submission's output, ``argv[3]`` = the jury's expected answer.
   Exit codes (testlib ``TResult``): 0 = OK → accepted, 1 = WA and 2 = PE → wrong answer, 3 = FAIL (the checker
-  detected a jury error) and any other code/signal/timeout → :class:`CheckerError` (infrastructure, never the
-  submission's verdict). ``testlib.h`` itself is not provided in the sandbox: checkers must be self-contained.
+  detected a jury error) and any other code/signal/timeout → :class:`CheckerError`. ``testlib.h`` itself is not
+  provided in the sandbox: checkers must be self-contained.
+
+Penalty attribution (who is blamed when a checker fails, issue 28): a checker that crashes, runs out of memory or time
+on a submission's output was made to fail by that output unless it also fails on the jury's own answer. So
+:func:`rlvr.judge.scoring.score` answers a :class:`CheckerError` by running the checker once on the reference output
+(:func:`reference_check`: ``actual`` = ``expected``): when the checker accepts it, the failure is the submission's
+(verdict ``wrong_answer``, which every reward mode scores as a failure); only a checker that fails or rejects the
+reference output is an infrastructure error (``sandbox_error``) — such a problem is removed by governance before
+training or evaluation (:func:`self_check`, the ``checkers`` step of :func:`rlvr.data.governance.run_governance`).
+A submission cannot escape its zero by breaking the checker.
 
 Every checker run happens INSIDE a sandbox through ``judge.run_code`` with the three texts as files
 (``input.txt``, ``actual.txt``, ``expected.txt``), so dataset checker code is isolated like submissions are, and the
@@ -30,7 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CheckOutcome", "Checker", "CheckerError", "check_output", "run_checker"]
+__all__ = ["CheckOutcome", "Checker", "CheckerError", "check_output", "reference_check", "run_checker", "self_check"]
 
 try:  # the schema addition proposed to the lead (``rlvr.data.schema.Checker``); until then it lives here
     from rlvr.data.schema import Checker  # type: ignore[attr-defined]
@@ -52,8 +61,11 @@ except ImportError:
 
 
 class CheckerError(RuntimeError):
-    """The checker itself failed (does not compile, crashed, timed out, exit code 3 = FAIL): infrastructure, reported
-    as verdict ``sandbox_error``, never as the submission's fault."""
+    """The checker itself failed (does not compile, crashed, ran out of memory or time, exit code 3 = FAIL).
+
+    Whose fault it is is decided by :func:`rlvr.judge.scoring.score` with :func:`reference_check` (see the module
+    docstring): the submission's (``wrong_answer``) when the checker accepts the reference output, else the
+    infrastructure's (``sandbox_error``)."""
 
 
 class CheckOutcome(BaseModel):
@@ -70,6 +82,8 @@ _CACHE_MAX = 256
 _cache: OrderedDict[str, bytes | str] = OrderedDict()  # key → binary, or the compile error text
 _cache_lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
+_REF_CACHE_MAX = 4096
+_ref_ok: OrderedDict[str, None] = OrderedDict()  # (checker, input, answer) keys whose reference check passed
 
 _PY_FUNCTION_DRIVER = """
 import sys
@@ -200,3 +214,50 @@ def run_checker(judge: Any, checker: Any, stdin: str, expected: str, actual: str
     """True when ``checker`` accepts ``actual`` for this test (see :func:`check_output`, which also returns the
     checker's message). Raises :class:`CheckerError` when the checker itself fails."""
     return check_output(judge, checker, stdin, expected, actual).accepted
+
+
+def _ref_key(checker: Any, stdin: str, expected: str) -> str:
+    h = hashlib.sha256(checker.model_dump_json().encode())
+    for part in (stdin, expected):
+        raw = part.encode("utf-8", "surrogateescape")
+        h.update(len(raw).to_bytes(8, "little"))
+        h.update(raw)
+    return h.hexdigest()
+
+
+def reference_check(judge: Any, checker: Any, stdin: str, expected: str) -> None:
+    """Check that ``checker`` accepts the jury's own answer for one test (``actual`` = ``expected``), inside a sandbox.
+
+    Used to attribute a checker failure (module docstring). A passing check is remembered in this process (LRU of
+    4,096 keys: sha256 of the checker, input and answer), so it costs one checker run per test and process at most;
+    a failing one is not remembered (infrastructure may recover). Raises :class:`CheckerError` when the checker fails
+    on, or rejects, the reference output."""
+    key = _ref_key(checker, stdin, expected)
+    with _cache_lock:
+        if key in _ref_ok:
+            _ref_ok.move_to_end(key)
+            return
+    out = check_output(judge, checker, stdin, expected, expected)
+    if not out.accepted:
+        raise CheckerError(f"checker rejects the reference output: {out.message}"[:2000])
+    with _cache_lock:
+        _ref_ok[key] = None
+        while len(_ref_ok) > _REF_CACHE_MAX:
+            _ref_ok.popitem(last=False)
+
+
+def self_check(judge: Any, problem: Any) -> str | None:
+    """Governance's check of a problem's checker: ``None`` when it accepts the reference output of every ``stdio``
+    test (:func:`reference_check`), else a one-line reason naming the first failing test. A problem without a
+    checker passes."""
+    checker = getattr(problem, "checker", None)
+    if checker is None:
+        return None
+    for i, test in enumerate(problem.tests):
+        if getattr(test, "kind", None) != "stdio":
+            continue
+        try:
+            reference_check(judge, checker, test.stdin, test.stdout)
+        except CheckerError as exc:
+            return f"checker fails on the reference output of test {i}: {exc}"[:500]
+    return None

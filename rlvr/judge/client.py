@@ -50,7 +50,8 @@ class RemoteJudge(RetryingHTTP):
         base_url: server root, e.g. ``http://judge:8080`` (a trailing ``/run_code``, as verl's ``sandbox_fusion_url``
             has, is accepted and removed).
         timeout_s: fixed per-request timeout, seconds; ``None`` = derived per request from the problem's limits
-            (tests × (time limit + 2 s) + 60 s for a whole submission, run timeout + 60 s for one run).
+            (tests × (time limit + 2 s) + 60 s for a whole submission, plus a special checker's time,
+            :func:`rlvr.judge.scoring.request_bound_s`; run timeout + 60 s for one run).
         retries: extra attempts after a transport error or a 502/503/504 answer.
         backoff_s / max_backoff_s: base and cap of the jittered exponential backoff, seconds.
         concurrency: parallel requests of :meth:`judge_many` (and the HTTP connection pool size).
@@ -116,8 +117,10 @@ class RemoteJudge(RetryingHTTP):
         return self._native
 
     @staticmethod
-    def _hang_timeout(problem: Problem, n_tests: int) -> float:
-        return n_tests * (problem.time_limit_s + 2.0) + 60.0
+    def _hang_timeout(problem: Problem, n_tests: int, checks: bool = True) -> float:
+        from rlvr.judge.scoring import request_bound_s
+
+        return request_bound_s(problem, n_tests, checks)
 
     # ------------------------------------------------------------------------------------------------------ judge
     def judge(self, problem: Problem, solution: str, language: str = "python") -> JudgeResult:
@@ -177,7 +180,7 @@ class RemoteJudge(RetryingHTTP):
             rid = uuid.uuid4().hex
             body = {"problem": problem.model_dump(mode="json"), "solution": solution, "request_id": rid}
             resp = self._request(
-                "POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls)), body, request_id=rid,
+                "POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls), False), body, request_id=rid,
                 require_id=True,
             )
             if resp.status_code == 200:

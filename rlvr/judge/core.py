@@ -28,7 +28,7 @@ from rlvr.judge.asserts import as_call, driver_request
 from rlvr.judge.languages import Language, get_language
 from rlvr.judge.sandbox import Sandbox, SandboxError
 from rlvr.judge.sandbox.cgroups import detect
-from rlvr.judge.scoring import failure_verdict, printable, score
+from rlvr.judge.scoring import CheckBudget, failure_verdict, printable, score
 from rlvr.judge.submit import Worker, run_batch
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
@@ -111,7 +111,8 @@ class Judge:
     Args:
         workers: concurrent workers (default ``RLVR_SANDBOX_WORKERS`` or the CPU count).
         max_timeouts: after this many timed-out tests of one submission the rest are not run and count as
-            timeouts (0 = run every test).
+            timeouts (0 = run every test); also the number of checker failures one submission's outputs may cause
+            before its remaining checks are skipped (:class:`rlvr.judge.scoring.CheckBudget`).
         output_limit_mb: cap on a test's stdout/stderr file size, MB (larger output: runtime_error).
         sandbox_memory_mb: cgroup memory limit over one submission sandbox (all its processes + tmpfs/shm), MB.
         driver_memory_mb: the same for a driver sandbox, MB.
@@ -268,9 +269,10 @@ class Judge:
             results = [TestResult(index=i, verdict="syntax_error", message=msg) for i in range(len(tests))]
             return summarise(results, time.monotonic() - t0, msg)
         results = []
+        budget = CheckBudget(self.max_timeouts)  # checker time counts in this request's bound
         for i, (t, (side, j)) in enumerate(zip(tests, plan["where"], strict=True)):
             rec = out.batch[j] if side == "b" else out.asserts[j]
-            results.append(score(problem, t, i, rec, self, out.oom, plan["converted"].get(i)))
+            results.append(score(problem, t, i, rec, self, out.oom, plan["converted"].get(i), budget))
         first_fail = next((r for r in results if r.verdict != "accepted"), None)
         return summarise(results, time.monotonic() - t0, first_fail.message if first_fail else "")
 

@@ -16,7 +16,7 @@ from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, 
 from rlvr.judge.literal import MAX_INT_DIGITS
 from rlvr.judge.verdict import TestResult, Verdict
 
-__all__ = ["failure_verdict", "int_digit_bound", "printable", "score"]
+__all__ = ["CheckBudget", "checked", "failure_verdict", "int_digit_bound", "printable", "request_bound_s", "score"]
 
 TRUSTED_INT_DIGITS = 10**8  # bound for the dataset's own expected values (HumanEval+/139 holds 263k-digit integers)
 
@@ -85,10 +85,73 @@ def failure_verdict(rec: dict[str, Any], kind: str, oom: bool = False) -> tuple[
     return None
 
 
+def request_bound_s(problem: Problem, n_tests: int | None = None, checks: bool = True) -> float:
+    """Wall seconds one submission of ``problem`` may keep a judge busy: ``n × (time limit + 2 s) + 60 s`` for ``n``
+    tests (default: all of them; the embedded judge's hang bound) plus, with a special checker and ``checks``, its
+    time: ``2 × n × (checker time limit + 2 s) + 60 s`` (each test's check, at most one reference check per check
+    that failed, see :class:`CheckBudget`, and one compilation of a compiled checker). The bound the reward layer
+    and :class:`~rlvr.judge.client.RemoteJudge` wait for before calling a request lost."""
+    n = len(problem.tests) if n_tests is None else n_tests
+    bound = n * (float(problem.time_limit_s) + 2.0) + 60.0
+    checker = getattr(problem, "checker", None)
+    if checks and checker is not None:
+        bound += 2 * n * (float(checker.time_limit_s) + 2.0) + 60.0
+    return bound
+
+
+class CheckBudget:
+    """How many more checker failures one submission may cause before its remaining checks are skipped.
+
+    Checker time counts in the request's bound: each check runs at most ``checker.time_limit_s``; a check that fails
+    on the submission's output also costs one reference check (:func:`rlvr.judge.checkers.reference_check`, once per
+    test and process). After ``max_failures`` such failures (the judge's ``max_timeouts``; 0 = no bound) the
+    submission's remaining checks are not run and score ``wrong_answer``, so a submission whose output breaks the
+    checker costs at most ``max_failures × 2`` checker time limits beyond the ordinary checks."""
+
+    def __init__(self, max_failures: int) -> None:
+        self.max_failures = max_failures
+        self.failures = 0
+
+    @property
+    def exhausted(self) -> bool:
+        """True once ``max_failures`` (> 0) checker failures were attributed to the submission."""
+        return 0 < self.max_failures <= self.failures
+
+
+def checked(problem: Problem, test: StdioTest, actual: str, judge: Any,
+            budget: CheckBudget | None = None) -> tuple[Verdict, str]:
+    """The (verdict, message) of ``actual`` on ``test`` decided by ``problem.checker`` (in a sandbox, via ``judge``).
+
+    A checker failure (:class:`~rlvr.judge.checkers.CheckerError`: crash, out of memory, timeout, FAIL) is attributed
+    by a reference check (the checker on the jury's own answer, see :mod:`rlvr.judge.checkers`): ``wrong_answer``
+    when the checker accepts the reference output (the submission's output broke it; every reward mode scores this
+    as a failure), ``sandbox_error`` when it fails on the reference too (a broken checker: infrastructure, which
+    governance removes). ``budget``: the submission's :class:`CheckBudget`; when exhausted, the check is skipped and
+    the test is ``wrong_answer``."""
+    from rlvr.judge.checkers import CheckerError, check_output, reference_check
+
+    if budget is not None and budget.exhausted:
+        return "wrong_answer", f"not checked: the checker failed on {budget.failures} earlier outputs of this program"
+    try:
+        out = check_output(judge, problem.checker, test.stdin, test.stdout, actual)
+    except CheckerError as exc:
+        try:
+            reference_check(judge, problem.checker, test.stdin, test.stdout)
+        except CheckerError as ref_exc:
+            return "sandbox_error", printable(f"{exc}; and on the reference output: {ref_exc}", 2000)
+        if budget is not None:
+            budget.failures += 1
+        return "wrong_answer", printable(f"this output made the checker fail ({exc})", 500)
+    if out.accepted:
+        return "accepted", ""
+    return "wrong_answer", printable(out.message, 500)
+
+
 def score(problem: Problem, test: Any, i: int, rec: dict[str, Any], judge: Any, oom: bool = False,
-          converted: str | None = None) -> TestResult:
+          converted: str | None = None, budget: CheckBudget | None = None) -> TestResult:
     """One test's :class:`TestResult`. ``converted``: the expected literal of an assert run as a call (compared with
-    ``==``). ``judge`` runs the problem's checker, if any (never call this while holding a sandbox)."""
+    ``==``). ``judge`` runs the problem's checker, if any (never call this while holding a sandbox; attribution of
+    checker failures: :func:`checked`); ``budget``: the submission's :class:`CheckBudget` (None = unbounded)."""
     base = {
         "index": i,
         "time_s": float(rec.get("wall_s") or 0.0),
@@ -107,15 +170,8 @@ def score(problem: Problem, test: Any, i: int, rec: dict[str, Any], judge: Any, 
             return TestResult(verdict="wrong_answer", message="output larger than the output cap", **base)
         actual = rec.get("stdout") if isinstance(rec.get("stdout"), str) else ""
         if problem.checker is not None:  # runs in a sandbox of its own
-            from rlvr.judge.checkers import CheckerError, check_output
-
-            try:
-                out = check_output(judge, problem.checker, test.stdin, test.stdout, actual)
-            except CheckerError as exc:
-                return TestResult(verdict="sandbox_error", message=str(exc)[:2000], **base)
-            if out.accepted:
-                return TestResult(verdict="accepted", **base)
-            return TestResult(verdict="wrong_answer", message=out.message[:500], **base)
+            verdict, message = checked(problem, test, actual, judge, budget)
+            return TestResult(verdict=verdict, message=message, **base)
         if compare_stdout(test.stdout, actual, problem.float_tolerance):
             return TestResult(verdict="accepted", **base)
         return TestResult(verdict="wrong_answer", message=printable(first_difference(test.stdout, actual), 500), **base)

@@ -91,8 +91,11 @@ def _is_infra(exc: BaseException) -> bool:
 
 
 def judge_bound_s(problem: Problem) -> float:
-    """The embedded judge's own hang bound for one submission, wall seconds: ``tests × (time limit + 2 s) + 60 s``."""
-    return len(problem.tests) * (float(problem.time_limit_s) + 2.0) + 60.0
+    """The embedded judge's own bound for one submission, wall seconds: ``tests × (time limit + 2 s) + 60 s``, plus
+    the special checker's time when there is one (:func:`rlvr.judge.scoring.request_bound_s`)."""
+    from rlvr.judge.scoring import request_bound_s
+
+    return request_bound_s(problem)
 
 
 @dataclass(frozen=True)

@@ -219,7 +219,8 @@ def test_metrics_count_requests_verdicts_and_latency() -> None:
     assert m[("rlvr_judge_verdicts_total", (("endpoint", "/run_code"), ("verdict", "accepted")))] == 1
     assert m[("rlvr_judge_request_duration_seconds_count", (ep,))] == 4
     assert m[("rlvr_judge_request_duration_seconds_bucket", (ep, ("le", "+Inf")))] == 4
-    assert m[("rlvr_judge_queue_wait_seconds_count", ())] == 4  # admitted judge calls (the 400 never got a slot)
+    # every gated request is admitted before its body is parsed, off the event loop (issue 28): the 400 too
+    assert m[("rlvr_judge_queue_wait_seconds_count", ())] == 5
     assert m[("rlvr_judge_inflight", ())] == 0 and m[("rlvr_judge_queue_depth", ())] == 0
     assert m[("rlvr_judge_workers", ())] == 2 and m[("rlvr_judge_queue_capacity", ())] == 4
 

@@ -7,8 +7,17 @@ estimated time to drain the queue from the recent mean service time, 1 s to ``RL
 instead of queueing without bound. :class:`~rlvr.judge.client.RemoteJudge` honours it. Not gated: ``/v1/ping``,
 ``/rlvr/info``, ``/metrics``.
 
-Admitted calls run in Starlette's thread pool (:func:`admitted_call`), so the event loop keeps serving while a judge
-call (sandbox run, output comparison, literal parsing of returned values) is under way.
+The event loop never works on request content. A gated endpoint (:func:`admitted`) only receives the body's bytes
+on the loop (bounded by ``RLVR_SANDBOX_MAX_BODY_MB``, never parsed there), waits for admission, and then runs
+everything else in Starlette's thread pool: JSON decoding and schema validation, building the problem (ScaleBox test
+cases, code-fence extraction, base64 files), the judge call (sandbox run, output comparison, literal parsing of
+returned values, checkers), building the answer and rendering it to JSON bytes. The loop then only sends those bytes.
+So one tenant's request, however large or hostile, costs other clients (``/v1/ping`` included) at most the
+interpreter's thread switch interval per step, plus the longest single C-level call of that work, which is kept
+short: test lists are validated, long lists and strings rendered and the request's objects freed a chunk at a time
+(:mod:`rlvr.judge.api.common`), large answers leave in pieces, and :class:`Collector` keeps full garbage collections
+off busy moments (``docs/judge/api.md``, "The event loop never works on request content"). Consequence: a malformed
+request (400/422) is answered only once admitted, and a saturated server answers 503 before looking at the body.
 """
 
 from __future__ import annotations
@@ -16,19 +25,30 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
-from fastapi import Request
+from fastapi import Request, Response
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from rlvr.judge.api.common import BadRequest, is_python, the_judge
+from rlvr.judge.api.common import SMALL, BadRequest, Rendered, is_python, render_json, shed, the_judge
 from rlvr.judge.verdict import JudgeResult, TestResult, summarise
 
-__all__ = ["AdmissionGate", "Infrastructure", "Saturated", "admitted_call", "judge_submission"]
+__all__ = [
+    "REPORT_CHARS", "AdmissionGate", "Answer", "Collector", "Infrastructure", "Saturated", "admitted", "admitted_call",
+    "judge_program",
+]
+
+#: Upper estimate of one test's share of a judging answer, characters: its report (stdout ≤ 1,000, stderr ≤ 2,000,
+#: message ≤ 2,000 characters, :mod:`rlvr.judge.scoring`) twice (ScaleBox copies it into ``exec_info``) plus the
+#: fields. Used for :attr:`Answer.size_hint` (text before JSON escaping, which may grow control characters 6×).
+REPORT_CHARS = 2 * 5000 + 500
 
 log = logging.getLogger("rlvr.judge.server")
 
@@ -115,27 +135,151 @@ async def admitted_call(request: Request, method: str, *args: Any, **kwargs: Any
         return await run_in_threadpool(fn, *args, **kwargs)
 
 
+@dataclass
+class Answer:
+    """What an admitted endpoint's work returns (built off the event loop): ``content`` (a pydantic model or plain
+    JSON values), HTTP ``status``, extra ``headers``, the ``verdict`` to log and count (None: not a judgement) and
+    ``keep``: the request's large intermediate objects (parsed request, problem, judge result), handed over so that
+    they are freed a chunk at a time (:func:`rlvr.judge.api.common.shed`) rather than in one long C call; and
+    ``size_hint``: an upper estimate of the rendered answer's length in characters, which lets a small answer be
+    rendered in one call (:func:`rlvr.judge.api.common.render_json`; ``None`` = unknown)."""
+
+    content: Any
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    verdict: str | None = None
+    keep: tuple[Any, ...] = ()
+    size_hint: int | None = None
+
+
+async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Response:
+    """Serve a gated endpoint without working on its content on the event loop (see the module docstring).
+
+    Receives ``request``'s body as bytes (no parsing), waits for the app's gate to admit the request (records the
+    queue wait on ``request.state.queue_wait_s`` and in the metrics), then calls ``work(body, judge)`` in the thread
+    pool and renders its :class:`Answer` to JSON bytes there too. Raises :class:`Saturated` (answered 503) when the
+    queue is full, and whatever ``work`` raises (``BadRequest`` → 400, ``RequestValidationError`` → 422,
+    ``HTTPException``, :class:`Infrastructure` → 500)."""
+    from starlette.requests import ClientDisconnect
+
+    try:
+        body = await request.body()
+    except ClientDisconnect:  # gone, or cut off by BodyLimit (which has answered 413 already): nothing to judge
+        return Response(status_code=400)
+    judge = the_judge(request)
+    state = request.app.state
+
+    def run() -> tuple[bytes, int, dict[str, str], str | None]:
+        # only the rendered bytes leave this thread: the request's object trees (parsed body, problem, results,
+        # answer model) are freed here, not on the event loop, where freeing a million objects takes ~0.3 s
+        try:
+            answer = work(body, judge)
+        except Exception as exc:  # drop the frames (and the request's objects they hold) here, not on the loop
+            cause: BaseException | None = exc
+            seen: set[int] = set()
+            while cause is not None and id(cause) not in seen:
+                seen.add(id(cause))
+                cause.__traceback__ = None
+                cause = cause.__cause__ or cause.__context__
+            raise
+        data = render_json(answer.content, answer.size_hint)
+        if len(body) > SMALL or answer.size_hint is None or answer.size_hint > SMALL:  # else too small to matter
+            shed(answer.content, *answer.keep)
+        return data, answer.status, answer.headers, answer.verdict
+
+    async with state.gate.slot() as wait_s:
+        request.state.queue_wait_s = wait_s
+        state.metrics.queue_wait.observe(wait_s)
+        data, status, headers, verdict = await run_in_threadpool(run)
+    collector = getattr(state, "collector", None)
+    if collector is not None and collector.due(state.gate.running):
+        await run_in_threadpool(collector.collect)
+    if verdict is not None:
+        request.state.verdict = verdict
+    if len(data) <= _PIECE:
+        return Rendered(content=data, status_code=status, headers=headers or None)
+    # a large answer (16 MB of a program's output) goes out a piece per loop turn: each copy the server's layers make
+    # of it then takes well under a millisecond of the loop, not ~20 ms per copy of the whole
+    headers = {**headers, "content-length": str(len(data))}
+    return StreamingResponse(_pieces(data), status_code=status, headers=headers, media_type="application/json")
+
+
+_PIECE = 1 << 20
+
+
+async def _pieces(data: bytes) -> AsyncIterator[bytes]:
+    view = memoryview(data)
+    for i in range(0, len(data), _PIECE):
+        yield bytes(view[i:i + _PIECE])
+
+
+class Collector:
+    """The server process's cyclic garbage collection, moved to moments when no judge call runs.
+
+    CPython's full (generation-2) collection walks every live object while holding the interpreter lock: with the
+    objects of a large request alive (tens of thousands of tests, their results and the answer being built), one
+    pass takes hundreds of milliseconds, during which the event loop cannot answer anyone (measured: 240–490 ms
+    pauses judging a 40,000-test ScaleBox request; 16–22 ms without them). :meth:`install` freezes the objects that
+    exist at startup (``gc.freeze``: modules, the app) and sets the generation-2 threshold out of reach, so
+    automatic collections are young-generation only (cheap: they walk recent objects); :meth:`collect` then runs the
+    full collection when the last admitted request finished (at most every ``idle_s`` seconds), and at least every
+    ``max_s`` seconds even under continuous load, so cyclic garbage cannot pile up. It also sets the interpreter's
+    thread switch interval to ``switch_s`` (1 ms instead of 5): the event loop gives the lock up at every
+    ``select`` and a ping takes about ten loop turns, each waiting up to one interval for a busy request thread to
+    hand the lock back (measured p50 of ``/v1/ping`` under two hostile requests: 52 ms at 5 ms). Process-wide:
+    installed only by servers that own their process (:func:`rlvr.judge.api.app.create_app` with ``tune_gc``)."""
+
+    def __init__(self, idle_s: float = 1.0, max_s: float = 300.0, switch_s: float = 0.001) -> None:
+        self.idle_s, self.max_s, self.switch_s = idle_s, max_s, switch_s
+        self.last = time.monotonic()
+        self.collections = 0
+
+    def install(self) -> None:
+        """Freeze the startup heap and keep automatic collections to the young generations (see the class)."""
+        import gc
+
+        gc.collect()
+        gc.freeze()
+        g0, g1, _ = gc.get_threshold()
+        gc.set_threshold(g0, g1, 1 << 30)
+        sys.setswitchinterval(self.switch_s)
+
+    def due(self, running: int) -> bool:
+        """True when a full collection should run now: nothing running and ``idle_s`` passed, or ``max_s`` passed."""
+        since = time.monotonic() - self.last
+        return (running == 0 and since >= self.idle_s) or since >= self.max_s
+
+    def collect(self) -> None:
+        """One full collection (generation 2)."""
+        import gc
+
+        self.last = time.monotonic()
+        gc.collect()
+        self.collections += 1
+
+
 class Infrastructure(Exception):
     """The judge itself failed (sandbox pool closed or unusable): answered 500 ``{"detail": "sandbox_error: …"}``,
     which :class:`~rlvr.judge.client.RemoteJudge` reads as verdict ``sandbox_error``."""
 
 
-async def judge_submission(request: Request, problem: Any, code: str, language: str, field: str) -> JudgeResult:
-    """``judge.judge(problem, code[, language])`` through :func:`admitted_call`, for the judging endpoints.
+def judge_program(judge: Any, problem: Any, code: str, language: str, field: str) -> JudgeResult:
+    """``judge.judge(problem, code[, language])`` for the judging endpoints; called in the thread pool, after admission
+    (:func:`admitted`).
 
     Whatever the submission produced gets a verdict, never a 500: an exception other than an infrastructure failure
     raised while judging (e.g. the comparison of a forged return value overflowing) is logged with its traceback and
     answered as ``wrong_answer`` on every test, with a message naming the exception — the submission's output could
     not be scored, so it is not accepted, and it is not ``sandbox_error`` (which the rewards leave out of training).
     Raises :class:`BadRequest` naming ``field`` for a language the judge cannot run, :class:`Infrastructure` for
-    ``SandboxError`` / ``RuntimeError`` / ``OSError`` (the judge, not the submission, failed), :class:`Saturated`."""
+    ``SandboxError`` / ``RuntimeError`` / ``OSError`` (the judge, not the submission, failed)."""
     from rlvr.judge.languages import UnknownLanguageError
     from rlvr.judge.sandbox import SandboxError
 
     args: tuple[Any, ...] = (problem, code) if is_python(language) else (problem, code, language)
     try:
-        return await admitted_call(request, "judge", *args)
-    except (Saturated, BadRequest):
+        return judge.judge(*args)
+    except BadRequest:
         raise
     except UnknownLanguageError as exc:
         raise BadRequest(f"field '{field}': {exc}") from exc

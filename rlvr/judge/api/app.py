@@ -9,7 +9,10 @@ is UTF-8-safe JSON (:class:`~rlvr.judge.api.common.SafeJSONResponse`); errors: 4
 
 Structured logs: one JSON line per request on logger ``rlvr.judge.server`` (``endpoint``, ``method``, ``status``,
 ``verdict``, ``duration_s``, ``queue_wait_s``); :func:`serve` installs :class:`JsonLogFormatter` on it and turns
-uvicorn's own access log off. Blocking judge calls run in Starlette's thread pool so the event loop keeps serving. Run
+uvicorn's own access log off. The event loop never works on request content: a gated endpoint's body is parsed,
+its problem built, judged, answered and rendered after admission in Starlette's thread pool
+(:func:`rlvr.judge.api.admission.admitted`), and a server that owns its process moves full garbage collections to
+idle moments (:class:`rlvr.judge.api.admission.Collector`), so ``/v1/ping`` stays fast under hostile load. Run
 with :func:`serve` (``rlvr sandbox serve``); configuration only through ``RLVR_*`` variables
 (:class:`rlvr.config.RuntimeSettings`).
 """
@@ -31,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlvr.judge.api import datasets, native, sandboxfusion, scalebox
-from rlvr.judge.api.admission import AdmissionGate, Infrastructure, Saturated
+from rlvr.judge.api.admission import AdmissionGate, Collector, Infrastructure, Saturated
 from rlvr.judge.api.common import REQUEST_ID_HEADER, BadRequest, SafeJSONResponse
 from rlvr.judge.api.limits import BodyLimit
 from rlvr.judge.api.metrics import Metrics
@@ -71,7 +74,8 @@ def validation_content(errors: Any) -> dict[str, Any]:
 
 
 def create_app(
-    judge: Any = None, *, max_queue: int | None = None, workers: int | None = None, max_body_mb: float | None = None
+    judge: Any = None, *, max_queue: int | None = None, workers: int | None = None, max_body_mb: float | None = None,
+    tune_gc: bool | None = None,
 ) -> FastAPI:
     """The FastAPI application serving ``judge`` (see the module docstring for the endpoints).
 
@@ -80,7 +84,10 @@ def create_app(
     ``judge.workers``, else ``RLVR_SANDBOX_WORKERS`` or the CPU count). ``max_queue``: requests that may wait for a
     worker before 503 (default ``RLVR_SANDBOX_MAX_QUEUE``, else ``RLVR_SANDBOX_QUEUE_FACTOR`` × workers).
     ``max_body_mb``: largest request body, MiB (default ``RLVR_SANDBOX_MAX_BODY_MB``, 32); larger bodies get 413
-    before they are read (``Content-Length``) or as soon as the streamed bytes pass it."""
+    before they are read (``Content-Length``) or as soon as the streamed bytes pass it. ``tune_gc``: move the
+    process's full garbage collections to idle moments (:class:`~rlvr.judge.api.admission.Collector`; process-wide,
+    so only for a server that owns its process); default: when the app owns its judge (``judge=None``, the
+    :func:`serve` path)."""
     import os
 
     from rlvr.config import RuntimeSettings
@@ -103,6 +110,8 @@ def create_app(
         limiter = anyio.to_thread.current_default_thread_limiter()  # never the bottleneck below the gate
         limiter.total_tokens = max(limiter.total_tokens, gate.workers + 8)
         owned = None
+        if app.state.collector is not None:
+            app.state.collector.install()
         if app.state.judge is None:
             from rlvr.judge import Judge
             from rlvr.judge.sandbox import enable_child_subreaper
@@ -121,6 +130,7 @@ def create_app(
     )
     app.state.judge = judge
     app.state.gate = gate
+    app.state.collector = Collector() if (judge is None if tune_gc is None else tune_gc) else None
     app.state.metrics = metrics
 
     @app.middleware("http")

@@ -18,8 +18,11 @@ Every violation is answered with a 4xx whose message names the field (never a 50
 * Request JSON: parsed by a linear-time parser with integers of at most ~4,300 digits and 200 nesting levels, no
   ``NaN``/``Infinity``; 400 (:class:`rlvr.judge.api.common.BoundedJSONRequest`).
 
-The ranges bound what one request can cost the server (a worker for at most ``tests × (60 s + 2 s) + 60 s``, a
-sandbox of at most 4 GiB); they are the server's, not a dataset's hyperparameters.
+The ranges bound what one request can cost the server (a worker for at most ``tests × (60 s + 2 s) + 60 s`` of
+runs, plus, for a problem with a special checker, ``tests × checker.time_limit_s`` of checks and at most
+``max_timeouts`` checks broken by the submission's output with their reference checks, ``2 × max_timeouts ×
+checker.time_limit_s``: :class:`rlvr.judge.scoring.CheckBudget`; a sandbox of at most 4 GiB); they are the server's,
+not a dataset's hyperparameters.
 """
 
 from __future__ import annotations

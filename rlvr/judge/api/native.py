@@ -14,19 +14,30 @@ can never be credited with another request's result.
 Errors: 400 naming the field (bad request, unknown language, limits out of range, a problem without tests, solution
 does not compile for call_outputs), 413 (body over ``RLVR_SANDBOX_MAX_BODY_MB``), 422 (schema), 503 + ``Retry-After``
 (saturated), 500 with ``{"detail": "sandbox_error: …"}`` (the judge itself failed: infrastructure). Whatever the
-submission outputs or returns gets a verdict (see :func:`rlvr.judge.api.admission.judge_submission`).
+submission outputs or returns gets a verdict (see :func:`rlvr.judge.api.admission.judge_program`). Bodies are parsed
+after admission, off the event loop (:func:`rlvr.judge.api.admission.admitted`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
-from rlvr.data.schema import Problem, from_ground_truth
-from rlvr.judge.api.admission import admitted_call, judge_submission
-from rlvr.judge.api.common import REQUEST_ID_HEADER, BadRequest, BoundedJSONRoute, SafeJSONResponse, the_judge
+from rlvr.data.schema import Problem
+from rlvr.judge.api.admission import REPORT_CHARS, Answer, admitted, judge_program
+from rlvr.judge.api.common import (
+    REQUEST_ID_HEADER,
+    BadRequest,
+    BoundedJSONRoute,
+    SafeJSONResponse,
+    body_schema,
+    parse_body,
+    problem_from_payload,
+    the_judge,
+)
 from rlvr.judge.api.limits import check_language, check_problem_limits
 from rlvr.judge.verdict import JudgeResult
 
@@ -57,10 +68,7 @@ class JudgeRequest(BaseModel):
         if self.problem is not None:
             problem = self.problem
         else:
-            try:
-                problem = from_ground_truth(self.ground_truth, self.data_source)  # type: ignore[arg-type]
-            except (ValueError, TypeError) as exc:
-                raise BadRequest(f"field 'ground_truth': {exc}") from exc
+            problem = problem_from_payload(self.ground_truth, self.data_source, "ground_truth")
         if not problem.tests:
             raise BadRequest(f"field '{field}.tests': the problem has no tests")
         check_problem_limits(problem, field)
@@ -77,35 +85,55 @@ def _request_id(req: JudgeRequest, request: Request) -> str | None:
     return req.request_id or request.headers.get(REQUEST_ID_HEADER)
 
 
-@router.post("/rlvr/judge", response_model=JudgeResponse, response_class=SafeJSONResponse)
-async def rlvr_judge(req: JudgeRequest, request: Request, response: Response) -> JudgeResponse:
-    """Judge one solution on a Problem (rlvr's native endpoint)."""
-    check_language(req.language)
-    problem = req.to_problem()
-    jr = await judge_submission(request, problem, req.solution, req.language, "language")
-    request.state.verdict = jr.verdict
-    rid = _request_id(req, request)
-    if rid is not None:
-        response.headers[REQUEST_ID_HEADER] = rid
-    return JudgeResponse(**dict(jr), request_id=rid)
+def _judge(request: Request) -> Callable[[bytes, Any], Answer]:
+    def work(body: bytes, judge: Any) -> Answer:
+        req = parse_body(body, JudgeRequest, long_tests=("problem",))
+        check_language(req.language)
+        problem = req.to_problem()
+        jr = judge_program(judge, problem, req.solution, req.language, "language")
+        rid = _request_id(req, request)
+        headers = {REQUEST_ID_HEADER: rid} if rid is not None else {}
+        return Answer(JudgeResponse(**dict(jr), request_id=rid), headers=headers, verdict=jr.verdict,
+                      keep=(req, problem, jr), size_hint=REPORT_CHARS * len(jr.tests) + 4096)
+
+    return work
 
 
-@router.post("/rlvr/call_outputs", response_class=SafeJSONResponse)
-async def rlvr_call_outputs(req: JudgeRequest, request: Request) -> SafeJSONResponse:
+@router.post(
+    "/rlvr/judge", response_model=JudgeResponse, response_class=SafeJSONResponse,
+    openapi_extra=body_schema(JudgeRequest),
+)
+async def rlvr_judge(request: Request) -> Response:
+    """Judge one solution on a Problem (rlvr's native endpoint); the body is parsed after admission, off the event
+    loop (:func:`rlvr.judge.api.admission.admitted`)."""
+    return await admitted(request, _judge(request))
+
+
+def _call_outputs(request: Request) -> Callable[[bytes, Any], Answer]:
+    def work(body: bytes, judge: Any) -> Answer:
+        from rlvr.judge.sandbox import SandboxError
+
+        req = parse_body(body, JudgeRequest, long_tests=("problem",))
+        problem = req.to_problem()
+        rid = _request_id(req, request)
+        headers = {REQUEST_ID_HEADER: rid} if rid is not None else {}
+        try:
+            outs = judge.call_outputs(problem, req.solution)
+        except (SandboxError, RuntimeError, OSError) as exc:
+            detail = f"sandbox_error: {type(exc).__name__}: {exc}"[:2000]
+            return Answer({"detail": detail}, status=500, headers=headers, size_hint=len(detail) + 64)
+        except ValueError as exc:  # the solution does not compile
+            raise BadRequest(str(exc)) from exc
+        hint = sum(len(o) for o in outs if o is not None) + 16 * len(outs) + 1024
+        return Answer({"outputs": outs, "request_id": rid}, headers=headers, keep=(req, problem), size_hint=hint)
+
+    return work
+
+
+@router.post("/rlvr/call_outputs", response_class=SafeJSONResponse, openapi_extra=body_schema(JudgeRequest))
+async def rlvr_call_outputs(request: Request) -> Response:
     """``repr`` of each call test's return value (``null`` where it failed), plus ``request_id``."""
-    from rlvr.judge.sandbox import SandboxError
-
-    problem = req.to_problem()
-    rid = _request_id(req, request)
-    headers = {REQUEST_ID_HEADER: rid} if rid is not None else None
-    try:
-        outs = await admitted_call(request, "call_outputs", problem, req.solution)
-    except (SandboxError, RuntimeError, OSError) as exc:
-        detail = f"sandbox_error: {type(exc).__name__}: {exc}"[:2000]
-        return SafeJSONResponse(status_code=500, content={"detail": detail}, headers=headers)
-    except ValueError as exc:  # the solution does not compile
-        raise BadRequest(str(exc)) from exc
-    return SafeJSONResponse(content={"outputs": outs, "request_id": rid}, headers=headers)
+    return await admitted(request, _call_outputs(request))
 
 
 @router.get("/rlvr/info", response_class=SafeJSONResponse)

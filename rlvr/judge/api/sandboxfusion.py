@@ -26,11 +26,11 @@ import binascii
 import logging
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from rlvr.judge.api.admission import Saturated, admitted_call
-from rlvr.judge.api.common import BadRequest, BoundedJSONRoute, SafeJSONResponse, is_python
+from rlvr.judge.api.admission import Answer, admitted
+from rlvr.judge.api.common import BadRequest, BoundedJSONRoute, SafeJSONResponse, body_schema, is_python, parse_body
 from rlvr.judge.api.limits import MAX_FILES, MemoryMB, Seconds, check_file_name, check_language
 from rlvr.judge.verdict import TestResult, Verdict
 
@@ -170,12 +170,9 @@ async def ping() -> str:
     return "pong"
 
 
-@router.post(
-    "/run_code", response_model=RunCodeResponse, response_model_exclude_none=False, response_class=SafeJSONResponse
-)
-async def run_code(req: RunCodeRequest, request: Request) -> RunCodeResponse:
-    """Run one program (SandboxFusion ``/run_code``). 400 for an unknown language or a bad file name, 422 for limits
-    out of range (:mod:`rlvr.judge.api.limits`); a judge failure is ``status="SandboxError"``, never a 500."""
+def _run(body: bytes, judge: Any) -> Answer:
+    """The whole of ``/run_code`` after admission, in the thread pool: parse, decode files, run, answer."""
+    req = parse_body(body, RunCodeRequest)
     check_language(req.language)
     files = _decode_files(req.files)
     mem = req.memory_limit_MB if req.memory_limit_MB > 0 else DEFAULT_MEMORY_LIMIT_MB
@@ -188,12 +185,21 @@ async def run_code(req: RunCodeRequest, request: Request) -> RunCodeResponse:
     if not is_python(req.language):
         kwargs["language"] = req.language
     try:
-        rr = await admitted_call(request, "run_code", req.code, **kwargs)
-    except Saturated:
-        raise
+        rr = judge.run_code(req.code, **kwargs)
     except Exception as exc:  # infrastructure: SandboxFusion answers SandboxError, never a 500
         log.exception("run_code: the judge raised")
-        request.state.verdict = "sandbox_error"
-        return RunCodeResponse(status="SandboxError", message=f"{type(exc).__name__}: {exc}"[:2000])
-    request.state.verdict = rr.verdict
-    return run_response(rr, req.language)
+        return Answer(RunCodeResponse(status="SandboxError", message=f"{type(exc).__name__}: {exc}"[:2000]),
+                      verdict="sandbox_error", size_hint=16384)
+    hint = (len(rr.stdout) + len(rr.stderr)) + 4096
+    return Answer(run_response(rr, req.language), verdict=rr.verdict, size_hint=hint)
+
+
+@router.post(
+    "/run_code", response_model=RunCodeResponse, response_model_exclude_none=False, response_class=SafeJSONResponse,
+    openapi_extra=body_schema(RunCodeRequest),
+)
+async def run_code(request: Request) -> Response:
+    """Run one program (SandboxFusion ``/run_code``). 400 for an unknown language or a bad file name, 422 for limits
+    out of range (:mod:`rlvr.judge.api.limits`); a judge failure is ``status="SandboxError"``, never a 500. The body
+    is parsed and its files decoded after admission, off the event loop (:func:`rlvr.judge.api.admission.admitted`)."""
+    return await admitted(request, _run)

@@ -26,12 +26,22 @@ import json
 import re
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
+from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest, Test, from_ground_truth
-from rlvr.judge.api.admission import judge_submission
-from rlvr.judge.api.common import BadRequest, BoundedJSONRoute, SafeJSONResponse, is_python
+from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest, Test
+from rlvr.judge.api.admission import REPORT_CHARS, Answer, admitted, judge_program
+from rlvr.judge.api.common import (
+    BadRequest,
+    BoundedJSONRoute,
+    SafeJSONResponse,
+    body_schema,
+    is_python,
+    parse_body,
+    problem_from_payload,
+    validate_chunked,
+)
 from rlvr.judge.api.limits import MemoryMB, Seconds, check_language, check_problem_limits
 from rlvr.judge.api.sandboxfusion import RunCodeResponse, exec_info
 from rlvr.judge.verdict import JudgeResult, Verdict
@@ -238,10 +248,7 @@ def problem_from_submit(req: SubmitRequest) -> tuple[Problem, str, list[dict[str
     entry: str | None = data.get("entry_point")
     base: Problem | None = None
     if data.get("ground_truth") is not None:
-        try:
-            base = from_ground_truth(data["ground_truth"], req.dataset or "unknown")
-        except (ValueError, TypeError, ValidationError) as exc:
-            raise BadRequest(f"field 'config.provided_data.ground_truth': {exc}") from exc
+        base = problem_from_payload(data["ground_truth"], req.dataset or "unknown", "config.provided_data.ground_truth")
         check_problem_limits(base, "config.provided_data.ground_truth")
         tests += base.tests
         infos += [t.model_dump(mode="json") for t in base.tests]
@@ -259,12 +266,14 @@ def problem_from_submit(req: SubmitRequest) -> tuple[Problem, str, list[dict[str
     infos += info
     entry = entry or e
     if data.get("rlvr_tests") is not None:
+        if not isinstance(data["rlvr_tests"], list):
+            raise BadRequest("field 'config.provided_data.rlvr_tests': expected a list of tests")
         try:
-            own = _TESTS.validate_python(data["rlvr_tests"])
-        except ValidationError as exc:
+            own = validate_chunked(data["rlvr_tests"], _TESTS, ("config", "provided_data", "rlvr_tests"))
+        except RequestValidationError as exc:
             err = exc.errors()[0]
             loc = ".".join(map(str, err["loc"]))
-            raise BadRequest(f"field 'config.provided_data.rlvr_tests.{loc}': {err['msg']}") from exc
+            raise BadRequest(f"field '{loc}': {err['msg']}") from None
         tests += own
         infos += [x.model_dump(mode="json") for x in own]
     if not tests:
@@ -320,12 +329,24 @@ def _eval_result(req: SubmitRequest, code: str, infos: list[dict[str, Any]], jr:
     )
 
 
-@router.post("/common_evaluate_batch", response_model=EvalResult, response_class=SafeJSONResponse)
-async def common_evaluate_batch(req: SubmitRequest, request: Request) -> EvalResult:
-    """Judge one submission on all its test cases in one request (ScaleBox). 400/422 for a bad request (naming the
-    field), 500 ``sandbox_error: …`` only when the judge itself fails; any program output gets a verdict."""
+def _evaluate(body: bytes, judge: Any) -> Answer:
+    """The whole of ``/common_evaluate_batch`` after admission, in the thread pool: parse, build, judge, answer."""
+    req = parse_body(body, SubmitRequest)
     problem, code, infos = problem_from_submit(req)
     language = req.config.language or "python"
-    jr = await judge_submission(request, problem, code, language, "config.language")
-    request.state.verdict = jr.verdict
-    return _eval_result(req, code, infos, jr)
+    jr = judge_program(judge, problem, code, language, "config.language")
+    hint = len(body) + REPORT_CHARS * len(jr.tests) + 4096  # echoes of the body (code, test_info) + reports
+    return Answer(_eval_result(req, code, infos, jr), verdict=jr.verdict, keep=(req, problem, infos, jr),
+                  size_hint=hint)
+
+
+@router.post(
+    "/common_evaluate_batch", response_model=EvalResult, response_class=SafeJSONResponse,
+    openapi_extra=body_schema(SubmitRequest),
+)
+async def common_evaluate_batch(request: Request) -> Response:
+    """Judge one submission on all its test cases in one request (ScaleBox). 400/422 for a bad request (naming the
+    field), 500 ``sandbox_error: …`` only when the judge itself fails; any program output gets a verdict. The body is
+    parsed, its code extracted and the answer built after admission, off the event loop
+    (:func:`rlvr.judge.api.admission.admitted`)."""
+    return await admitted(request, _evaluate)
