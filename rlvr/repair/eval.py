@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlvr.data.schema import Problem
 from rlvr.data.synthetic import SyntheticParams
@@ -62,6 +62,18 @@ class RepairParams(EnvConfig, BackendParams):
     batch_size: int = Field(default=8, ge=1)
     train: RepairTrainParams = Field(default_factory=RepairTrainParams)
     turn_tokens: int | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _one_turn_budget(self) -> RepairParams:
+        """``turn_tokens`` is the per-turn budget everywhere: the evaluation's ``sampling.max_new_tokens`` and the
+        local engine's ``train.rollout_max_new_tokens`` are per turn too, so they must agree with it."""
+        if self.turn_tokens is not None:
+            for key, val in (("sampling.max_new_tokens", self.sampling.max_new_tokens),
+                             ("train.rollout_max_new_tokens", self.train.rollout_max_new_tokens)):
+                if val != self.turn_tokens:
+                    raise ValueError(f"repair.turn_tokens={self.turn_tokens} and repair.{key}={val} disagree (both "
+                                     "are the per-turn token budget)")
+        return self
 
     def env(self) -> EnvConfig:
         """The :class:`EnvConfig` part of this section."""

@@ -170,3 +170,13 @@ def test_steps_attention_and_scheduler_are_mapped_or_rejected():
         grpo_overrides(GRPOParams(lr_scheduler_type="linear"), VerlParams(train_batch_size=8, ppo_mini_batch_size=8),
                        VerlProfile(model="m", n_gpus_per_node=1), train_files="t", val_files="v", model_path="m",
                        reward_mode="dense", ckpt_dir="c", experiment_name="x")
+
+
+def test_repair_turn_budget_must_agree_with_the_per_turn_sampling():
+    with pytest.raises(ValueError, match=r"repair\.turn_tokens=1024 and repair\.sampling\.max_new_tokens=64 disagree"):
+        RepairParams.model_validate({"datasets": [], "turn_tokens": 1024,
+                                     "sampling": {"max_new_tokens": 64},
+                                     "train": {"rollout_max_new_tokens": 1024}})
+    ok = RepairParams.model_validate({"datasets": [], "turn_tokens": 64, "sampling": {"max_new_tokens": 64},
+                                      "train": {"rollout_max_new_tokens": 64}})
+    assert ok.turn_tokens == 64

@@ -113,3 +113,41 @@ def test_grpo_trains_with_judge_reward_and_writes_curves(base, tmp_path):
                     "completion_length", "judge_step_s"):
             assert r[col] != "", col
         assert 0.0 <= float(r["pass_ratio"]) <= 1.0 and float(r["judge_step_s"]) >= 0.0
+
+
+def test_dpo_on_several_processes_trains_through_the_worker(base, tmp_path):
+    """dpo.launch.processes > 1: the stage mines once, writes the job, and `accelerate launch` starts one worker per
+    GPU. On a CPU the launcher is replaced by running the real worker module once (what each rank runs); the command
+    itself is checked as accelerate's CLI spells it."""
+    import subprocess
+    import sys
+
+    from rlvr.train.local.dpo import FITTED_FILE, JOB_FILE, DPOLaunch, DPOParams, launch_command, run_dpo
+
+    cmd = launch_command(DPOLaunch(processes=4), "run/dpo_job.json", python="py", mixed_precision="bf16")
+    assert cmd == ["py", "-m", "accelerate.commands.launch", "--num_processes", "4", "--num_machines", "1",
+                   "--mixed_precision", "bf16", "--multi_gpu", "-m", "rlvr.train.local.dpo_worker", "run/dpo_job.json"]
+    with pytest.raises(ValueError, match="at least 2"):
+        launch_command(DPOLaunch(processes=1), "j")
+
+    seen = []
+
+    def runner(argv, check):
+        seen.append(argv)
+        job = argv[-1]
+        return subprocess.run([sys.executable, "-m", "rlvr.train.local.dpo_worker", job], check=check)
+
+    import rlvr.train.local.dpo as dpo
+
+    cfg = DPOParams(max_steps=2, per_device_train_batch_size=2, k=2, max_problems=4, pair_rule="pass_ratio",
+                    launch=DPOLaunch(processes=2))
+    orig = dpo.launch_training
+    dpo.launch_training = lambda *a, **k: orig(*a, runner=runner, **k)
+    try:
+        m = run_dpo(cfg, _common(), base, _split("train"), [], FakeJudge(), tmp_path / "dpo", tmp_path / "dpo.tsv")
+    finally:
+        dpo.launch_training = orig
+    assert seen and seen[0][seen[0].index("--num_processes") + 1] == "2"
+    assert m["steps"] == 2 and m["pairs"]["pairs"] > 0 and (tmp_path / "dpo" / "config.json").is_file()
+    run = next((tmp_path / "cache").rglob(JOB_FILE)).parent
+    assert (run / FITTED_FILE).is_file()

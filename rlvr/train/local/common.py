@@ -185,8 +185,12 @@ def train_and_publish(
     if ckpt is not None and trainer.state.global_step <= done:  # a finished run, resumed with no step left
         result = TrainOutput(done, logged_training_loss(ckpt), {})
     wall = time.perf_counter() - t0
-    curves.write()
-    publish_model(trainer, out_model_dir)
+    acc = getattr(trainer, "accelerator", None)
+    if acc is None or acc.is_main_process:  # under `accelerate launch` (DPO on several GPUs) one process publishes
+        curves.write()
+        publish_model(trainer, out_model_dir)
+    if acc is not None:
+        acc.wait_for_everyone()
     return result, wall, checkpoint_step(ckpt)
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,11 +67,11 @@ DPO_CURVES = {
 class DPOLaunch(Section):
     """``dpo.launch``: ``processes`` (1 = in the stage's own process; N = one per GPU through ``accelerate launch``)
     and ``mode``: ``ddp`` (data parallel; each GPU holds the whole model: with LoRA a 7B is one 15 GB bf16 copy, the
-    reference being the same weights with the adapter off) or ``fsdp`` (full-parameter, sharded, FSDP2 through
-    accelerate; the reference model is sharded too)."""
+    reference being the same weights with the adapter off). Full-parameter DPO of a 7B (policy + reference + Adam:
+    ~140 GB) needs sharding (FSDP/ZeRO-3), which is not implemented: the 7B profiles use LoRA."""
 
     processes: int = Field(1, ge=1)
-    mode: Literal["ddp", "fsdp"] = "ddp"
+    mode: Literal["ddp"] = "ddp"
 
 
 class DPOParams(OptimParams):
@@ -84,8 +85,8 @@ class DPOParams(OptimParams):
         max_pairs_per_problem: cap of mined pairs per problem.
         max_problems: mine on at most this many training problems (seeded choice; 0 = all).
         dataset_pairs: add reference-vs-incorrect pairs where the dataset has incorrect solutions.
-        launch: how the TRL training runs (:class:`DPOLaunch`): one process (default). One process per GPU
-            (``accelerate launch``) is the 7B profiles' setting but not implemented yet: ``processes > 1`` is an error.
+        launch: how the TRL training runs (:class:`DPOLaunch`): in the stage's process (``processes: 1``), or one
+            process per GPU through ``accelerate launch`` (:func:`launch_command`; the 7B profiles).
     """
 
     learning_rate: float = Field(5e-5, gt=0)
@@ -248,14 +249,6 @@ def run_dpo(
     ``steps``, ``mining_s``/``train_runtime_s`` seconds, ``dev`` accepted@1).
 
     Raises ``ValueError`` when no pair could be mined or taken from the dataset."""
-    from datasets import Dataset
-    from trl import DPOConfig, DPOTrainer
-
-    from rlvr.config import ConfigError
-
-    if cfg.launch.processes > 1:  # never silently train on one process what the profile asked to spread
-        raise ConfigError(f"dpo.launch.processes={cfg.launch.processes}: the multi-GPU DPO launch is not implemented "
-                          "yet; set dpo.launch.processes: 1 (or use LoRA on one GPU)")
     set_seed(cfg.seed)
     out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir,
                   problems=train_problems)
@@ -284,16 +277,10 @@ def run_dpo(
     mining_s = time.perf_counter() - t0
     if not pairs:
         raise ValueError(f"dpo: no preference pairs (stats: {stats})")
-    ds = Dataset.from_list([{k: q[k] for k in ("prompt", "chosen", "rejected")} for q in pairs])
-    report_to = setup_tracking("dpo", common.report_to)
-    args = DPOConfig(
-        **trainer_kwargs(cfg, common, out, report_to),
-        beta=cfg.beta,
-        loss_type=cfg.loss_type,
-        max_length=common.max_prompt_length + common.max_completion_length,
-    )
-    curves = TsvCurves(curves_path, DPO_CURVES, mirror=Path(out) / "curves.tsv")
-    _, fitted = fit(DPOTrainer, model_dir, args, ds, curves, out, out_model_dir, lora_config(cfg))
+    if cfg.launch.processes > 1:  # one process per GPU: the pairs are in the run folder, the workers train on them
+        fitted = launch_training(cfg, common, model_dir, out, out_model_dir, curves_path)
+    else:
+        fitted = train_on_pairs(cfg, common, model_dir, pairs, out, out_model_dir, curves_path)
     metrics: dict[str, Any] = {
         "pairs": stats,
         **fitted,
@@ -302,3 +289,68 @@ def run_dpo(
     if common.eval_max_new_tokens > 0 and eval_problems:
         metrics["dev"] = evaluate_accepted(out_model_dir, eval_problems, judge, common.eval_max_new_tokens)
     return metrics
+
+
+def train_on_pairs(cfg: DPOParams, common: TrainCommon, model_dir: str | Path, pairs: Sequence[dict[str, Any]],
+                   out: str | Path, out_model_dir: str | Path, curves_path: str | Path) -> dict[str, Any]:
+    """TRL ``DPOTrainer`` on ``pairs`` from ``model_dir`` (also the reference: TRL copies it, or, with LoRA, runs it
+    with the adapter off), checkpoints in ``out``, the merged model published to ``out_model_dir``. Runs the same in
+    the stage's process and in each ``accelerate launch`` worker (the trainer spreads the batches; only the main
+    process writes curves and the model). Returns :func:`rlvr.train.local.common.fit`'s metrics."""
+    from datasets import Dataset
+    from trl import DPOConfig, DPOTrainer
+
+    set_seed(cfg.seed)
+    ds = Dataset.from_list([{k: q[k] for k in ("prompt", "chosen", "rejected")} for q in pairs])
+    report_to = setup_tracking("dpo", common.report_to)
+    args = DPOConfig(
+        **trainer_kwargs(cfg, common, Path(out), report_to),
+        beta=cfg.beta,
+        loss_type=cfg.loss_type,
+        max_length=common.max_prompt_length + common.max_completion_length,
+    )
+    curves = TsvCurves(curves_path, DPO_CURVES, mirror=Path(out) / "curves.tsv")
+    _, fitted = fit(DPOTrainer, model_dir, args, ds, curves, out, out_model_dir, lora_config(cfg))
+    return fitted
+
+
+JOB_FILE = "dpo_job.json"
+FITTED_FILE = "dpo_fitted.json"
+
+
+def launch_command(launch: DPOLaunch, job: str | Path, python: str = sys.executable,
+                   mixed_precision: str = "no") -> list[str]:
+    """argv of the multi-process DPO training: ``python -m accelerate.commands.launch --num_processes N
+    --num_machines 1 --mixed_precision <mp> [--multi_gpu | FSDP flags] -m rlvr.train.local.dpo_worker <job>``.
+
+    ``mode: ddp``: data parallel (``--multi_gpu``), each process holds the whole model (with LoRA a 7B is one 15 GB
+    bf16 copy per GPU, its reference the same weights with the adapter off). Flags as in accelerate 1.x
+    ``accelerate launch --help``. Raises ``ValueError`` for ``processes < 2``."""
+    if launch.processes < 2:
+        raise ValueError(f"dpo.launch.processes={launch.processes}: a multi-process launch needs at least 2")
+    cmd = [python, "-m", "accelerate.commands.launch", "--num_processes", str(launch.processes), "--num_machines", "1",
+           "--mixed_precision", mixed_precision, "--multi_gpu"]
+    return [*cmd, "-m", "rlvr.train.local.dpo_worker", str(job)]
+
+
+def launch_training(cfg: DPOParams, common: TrainCommon, model_dir: str | Path, out: str | Path,
+                    out_model_dir: str | Path, curves_path: str | Path, runner: Any = None) -> dict[str, Any]:
+    """Train on the pairs already in ``<out>/pairs.jsonl`` with ``cfg.launch.processes`` processes: write
+    ``<out>/dpo_job.json`` (the sections and paths), run :func:`launch_command` through ``runner``
+    (``subprocess.run``), read the main worker's ``<out>/dpo_fitted.json``. Raises
+    ``subprocess.CalledProcessError`` when a worker fails, ``FileNotFoundError`` when no result was written."""
+    import subprocess
+
+    from rlvr.io import atomic_write_json
+
+    job = Path(out) / JOB_FILE
+    fitted = Path(out) / FITTED_FILE
+    fitted.unlink(missing_ok=True)
+    atomic_write_json(job, {"dpo": cfg.model_dump(mode="json"), "train": common.model_dump(mode="json"),
+                            "model_dir": str(model_dir), "out": str(out), "out_model_dir": str(out_model_dir),
+                            "curves_path": str(curves_path)})
+    cmd = launch_command(cfg.launch, job, mixed_precision="bf16" if cfg.bf16 else "no")
+    (runner or subprocess.run)(cmd, check=True)
+    if not fitted.is_file():
+        raise FileNotFoundError(f"{fitted}: the DPO workers wrote no result")
+    return json.loads(fitted.read_text(encoding="utf-8"))
