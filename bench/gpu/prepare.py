@@ -5,7 +5,8 @@ Writes ``<dest>/`` = the tracked files of this repository (``git ls-files``), ``
 ``params.vllm.yaml`` / ``params.openai.yaml`` (the same with ``baseline.backend`` = ``vllm`` / ``openai``, the
 latter pointing at ``http://127.0.0.1:8000/v1`` and the served name ``base``), ``params.big.yaml`` (``vllm`` on
 ``models/big``), ``params.tool.yaml`` (the ``repair_tool`` part: ``repair.tool_format: qwen3_coder`` on
-``models/tool``, the policy of ``bench/gpu/teach_tools.py``; 320 response tokens, 8 steps), and runs the CPU-only
+``models/tool``, the policy of ``bench/gpu/teach_tools.py``; 320 response tokens, 8 steps), ``params.7b.yaml`` (the
+``s7_*`` parts: scale profile ``profiles/lent/qwen7b_random_2xh100.yaml``), and runs the CPU-only
 stages there in order, as plain scripts (no DVC): ``governance`` → ``model`` (the tiny Qwen2), and writes the verl RL
 parquet of the synthetic family (:func:`write_verl_parquet`). With
 ``--big`` it also writes ``models/big``, a random-init Qwen2 of about 0.5B parameters (Qwen2.5-0.5B's width: hidden
@@ -53,6 +54,9 @@ def write_params(dest: Path) -> None:
     tool = merge(params, {"repair": {"tool_format": "qwen3_coder", "model": "models/tool"},
                           "verl": {"max_response_length": 320, "total_training_steps": 8}})
     (dest / "params.tool.yaml").write_text(yaml.safe_dump(tool, sort_keys=False), encoding="utf-8")
+    # the s7_* parts: the 7B recipe at the lent 2-GPU scale (random-init Qwen2.5-Coder-7B shapes, a few steps)
+    big7 = {**params, "profile": "profiles/lent/qwen7b_random_2xh100.yaml"}
+    (dest / "params.7b.yaml").write_text(yaml.safe_dump(big7, sort_keys=False), encoding="utf-8")
 
 
 def copy_tree(dest: Path) -> None:
