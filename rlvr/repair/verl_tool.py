@@ -48,7 +48,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
-from rlvr.reward.verl import FINAL_ANSWER_KEY
+from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
 
 __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
            "accepted_feedback", "agent_loop_config", "repair_overrides", "repair_row_fields", "repair_tool_config",
@@ -79,16 +79,41 @@ def accepted_feedback(total: int) -> str:
 
 
 class FinalAnswerAgentLoop(ToolAgentLoop):
-    """verl's ``tool_agent`` loop (unchanged) that also records the final answer: after every generation,
-    ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward managers decode a response
-    (``skip_special_tokens=True``), cut where the episode's response is cut (``rollout.response_length`` tokens), so
-    the last one left is the answer the reward scores (module doc). A turn that ends on a tool call is recorded too: an
-    episode whose last turn is a call (turns exhausted) has no final answer, and its text holds no fenced program."""
+    """verl's ``tool_agent`` loop (unchanged) that also records the final answer and the tool calls that failed to
+    parse.
+
+    After every generation, ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward
+    managers decode a response (``skip_special_tokens=True``), cut where the episode's response is cut
+    (``rollout.response_length`` tokens), so the last one left is the answer the reward scores (module doc). A turn
+    that ends on a tool call is recorded too: an episode whose last turn is a call (turns exhausted) has no final
+    answer, and its text holds no fenced program.
+
+    ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts, over the episode, the turns' tool-call openings
+    (``tool_parser.tool_call_start_token``, ``<tool_call>`` for ``hermes`` and ``qwen3_coder``) that verl's parser
+    did not turn into a call (bad JSON, a missing closing tag, an unknown layout): verl drops those silently (it logs
+    "Failed to decode tool call" and ends the episode as if the turn were a final answer). A call that parsed but was
+    not run because the turn or length budget ended the episode is not a failure. The count reaches the reward's
+    ``extra_info`` (verl merges ``extra_fields`` into it), which reports it per sample (``tool_parse_failures``), and
+    :mod:`rlvr.train.verl.logs` sums it per step."""
 
     async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
                                        ignore_termination: bool = False) -> AgentState:
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         ids = list(agent_data.response_ids)
+        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        opened = text.count(getattr(self.tool_parser, "tool_call_start_token", "<tool_call>"))
+        if opened:
+            if state == AgentState.PROCESSING_TOOLS:
+                parsed = len(agent_data.tool_calls)
+            else:  # parser not run (budget ended the episode) or it found nothing: parse again to tell them apart
+                active = getattr(agent_data, "_active_tools", self.tools)
+                _, calls = await self.tool_parser.extract_tool_calls(ids, [t.tool_schema for t in active.values()])
+                parsed = len(calls)
+            failed = max(0, opened - parsed)
+            agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = (
+                int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + failed)
+        else:
+            agent_data.extra_fields.setdefault(TOOL_PARSE_FAILURES_KEY, 0)
         over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
         if over > 0:
             ids = ids[: max(0, len(ids) - over)]
@@ -111,7 +136,9 @@ class RunTestsTool(BaseTool):
     """``run_tests(code)``: judge ``code`` on the row's visible tests (``create_kwargs.ground_truth``) and return the
     repair feedback (:func:`rlvr.repair.env.format_feedback`). ``config``: the tool config (``EnvConfig`` fields
     such as ``field_chars``, ``feedback_template``). Step reward 0.0 (the reward is the final hidden verdict), or
-    ``-turn_penalty`` from ``config`` per call."""
+    ``-turn_penalty`` from ``config`` per call: verl's ``ToolAgentLoop`` collects these in the sample's
+    ``extra_fields["tool_rewards"]`` but never adds them to the score, so :func:`rlvr.reward.verl.compute_score`
+    adds them to the final verdict's reward."""
 
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None) -> None:
         super().__init__(config, tool_schema)

@@ -43,6 +43,7 @@ import asyncio
 import concurrent.futures as cf
 import functools
 import logging
+import math
 import threading
 import weakref
 from pathlib import Path
@@ -50,11 +51,21 @@ from typing import Any
 
 from rlvr.config import ConfigError
 from rlvr.reward import judge_log
-from rlvr.reward.modes import RewardConfig, RewardShaping, load_reward_config
+from rlvr.reward.modes import RewardConfig, RewardOutcome, RewardShaping, load_reward_config
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import ScoringOptions
 
-__all__ = ["compute_score", "compute_score_async", "default_config"]
+__all__ = [
+    "FINAL_ANSWER_KEY",
+    "RESPONSE_LENGTH_KEY",
+    "REWARD_MANAGERS",
+    "REWARD_MANAGER_MODULE",
+    "TOOL_PARSE_FAILURES_KEY",
+    "TOOL_REWARDS_KEY",
+    "compute_score",
+    "compute_score_async",
+    "default_config",
+]
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +108,42 @@ FINAL_ANSWER_KEY = "final_answer"
 :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop` into the sample's ``extra_fields``)."""
 
 
+RESPONSE_LENGTH_KEY = "response_length"
+"""``extra_info`` key of the response's length in tokens (set by :mod:`rlvr.reward.verl_manager`'s reward managers
+from the response's attention mask, the length verl's own managers decode)."""
+
+TOOL_REWARDS_KEY = "tool_rewards"
+"""``extra_info`` key of the tool step rewards of a multi-turn episode (verl's ``ToolAgentLoop`` puts
+``agent_data.tool_rewards`` into the sample's ``extra_fields``, which the reward managers merge into ``extra_info``)."""
+
+REWARD_MANAGER_MODULE = "pkg://rlvr.reward.verl_manager"
+REWARD_MANAGERS: dict[str, str] = {"naive": "RLVRNaiveRewardManager", "rate_limited": "RLVRRateLimitedRewardManager"}
+"""verl manager name → rlvr's subclass in :mod:`rlvr.reward.verl_manager` (verl's manager plus ``response_length``),
+loaded with ``reward.reward_manager.source=importlib`` from :data:`REWARD_MANAGER_MODULE`."""
+
+TOOL_PARSE_FAILURES_KEY = "tool_parse_failures"
+"""``extra_info`` key of the episode's tool calls that failed to parse (set by
+:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`)."""
+
+
+def _number(x: Any) -> float | None:
+    """A finite real number as float (``bool`` excluded; numpy scalars included), else ``None``."""
+    if isinstance(x, bool):
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _item(data_source: str, solution_str: str, ground_truth: Any, extra_info: Any) -> ScoreItem:
     n_tokens = None
     completion: Any = solution_str
     if isinstance(extra_info, dict):
-        if isinstance(extra_info.get("response_length"), int):
-            n_tokens = extra_info["response_length"]
+        n = _number(extra_info.get(RESPONSE_LENGTH_KEY))
+        if n is not None and n >= 0:
+            n_tokens = int(n)
         if isinstance(extra_info.get(FINAL_ANSWER_KEY), str):  # a multi-turn episode: score its last turn only
             completion = extra_info[FINAL_ANSWER_KEY]
     return ScoreItem(
@@ -119,18 +160,27 @@ def compute_score(
         data_source: the dataset name (``Problem.source``), verl's ``data_source`` column.
         solution_str: the decoded response.
         ground_truth: JSON string (or dict) from :func:`rlvr.data.schema.ground_truth`.
-        extra_info: verl's ``extra_info`` column; an int ``response_length`` (tokens) enables the shaped length term.
-            A str ``final_answer`` (set by the multi-turn repair loop,
+        extra_info: verl's ``extra_info`` column (with the sample's ``extra_fields`` merged in by verl's managers).
+            ``response_length`` (tokens; set by the :mod:`rlvr.reward.verl_manager` managers) enables the shaped
+            length term. A str ``final_answer`` (set by the multi-turn repair loop,
             :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`) is scored instead of ``solution_str``, which then
             also holds earlier turns and the tool's answers: the reward is the verdict on the final answer alone.
+            ``tool_rewards`` (verl's ``ToolAgentLoop``: one step reward per tool call, ``-turn_penalty`` per
+            ``run_tests`` call) are added to the score, as the local engine's repair reward subtracts
+            ``turn_penalty`` × calls; ``tool_parse_failures`` (int) is reported back.
         **kwargs: ``reward_mode`` (``sparse``/``dense``/``shaped``) and ``reward_shaping`` (a dict of
             :class:`RewardShaping` fields) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
             ``judge_log`` (a folder): append the sample's judge seconds there (:mod:`rlvr.reward.judge_log`, the
-            source of the curves' ``judge_s`` column). Other keys (verl's ``reward_router_address`` …) are ignored.
+            source of the curves' ``judge_s`` column). ``mask_excluded`` (bool): an excluded sandbox error
+            (``reward_shaping.sandbox_error: exclude``) scores NaN instead of 0.0, which the ``rlvr_grpo``
+            advantage estimator (:mod:`rlvr.train.verl.advantage`) leaves out of its group's baseline and gives
+            advantage 0; only set it together with that estimator. Other keys (verl's ``reward_router_address`` …)
+            are ignored.
 
     Returns:
         ``{"score": float, "acc": bool, "pass_ratio": float, "status": verdict, "n_tests": int, "judge_s": float,
-        "has_code": bool, "timed_out": bool, "valid": bool}``; a sandbox error gives ``score`` 0.0, ``valid`` False.
+        "has_code": bool, "timed_out": bool, "valid": bool, "tool_reward": float, "tool_parse_failures": int}``;
+        a sandbox error gives ``valid`` False and ``score`` 0.0 (NaN with ``mask_excluded`` under ``exclude``).
 
     Raises:
         ValueError: ``ground_truth`` is not a ground_truth payload, or ``reward_mode`` is unknown (configuration and
@@ -139,8 +189,29 @@ def compute_score(
             failure, infrastructure failures as ``sandbox_error`` (see :mod:`rlvr.reward.modes`).
     """
     scorer = RewardScorer(_config(kwargs), options=_OPTIONS)
-    out = scorer.score([_item(data_source, solution_str, ground_truth, extra_info)])[0].verl_dict()
+    out = _verl_result(scorer.score([_item(data_source, solution_str, ground_truth, extra_info)])[0], extra_info,
+                       kwargs)
     return _logged(out, extra_info, kwargs)
+
+
+def _verl_result(outcome: RewardOutcome, extra_info: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The dict verl gets: :meth:`RewardOutcome.verl_dict` plus the episode's tool step rewards (added to a scored
+    sample), ``tool_reward``/``tool_parse_failures`` keys, and NaN for an excluded sample under ``mask_excluded``."""
+    out = outcome.verl_dict()
+    info = extra_info if isinstance(extra_info, dict) else {}
+    raw = info.get(TOOL_REWARDS_KEY)
+    tool = sum(v for v in (_number(x) for x in (raw if isinstance(raw, list | tuple) or hasattr(raw, "tolist")
+                                                  else []))
+               if v is not None)
+    fails = _number(info.get(TOOL_PARSE_FAILURES_KEY))
+    out["tool_reward"] = float(tool)
+    out[TOOL_PARSE_FAILURES_KEY] = int(fails) if fails is not None and fails > 0 else 0
+    if outcome.score is None:  # sandbox_error under `exclude`: no reward at all
+        if kwargs.get("mask_excluded"):
+            out["score"] = math.nan
+    else:
+        out["score"] = float(outcome.score) + tool
+    return out
 
 
 def _logged(out: dict[str, Any], extra_info: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -171,4 +242,4 @@ async def compute_score_async(
     out = await scorer.score_async(
         [_item(data_source, solution_str, ground_truth, extra_info)], executor=pool, semaphore=sem
     )
-    return _logged(out[0].verl_dict(), extra_info, kwargs)
+    return _logged(_verl_result(out[0], extra_info, kwargs), extra_info, kwargs)

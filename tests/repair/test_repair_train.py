@@ -156,7 +156,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     assert "actor_rollout_ref.model.path=Qwen/X" in overrides
     composed = _compose(overrides)  # the whole override list composes against the installed verl Hydra config
     assert composed.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 3
-    assert composed.algorithm.adv_estimator == "grpo"
+    assert composed.algorithm.adv_estimator == "rlvr_grpo"
     run = Path(m["run_dir"])
     import pyarrow.parquet as pq
 

@@ -104,7 +104,7 @@ def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path):
     m = _run_grpo(tmp_path, fake, ray_address="10.0.0.1:6379")
     (argv, env), (margv, _) = fake.calls
     assert argv[:3] == ["py", "-m", "verl.trainer.main_ppo"]
-    assert "algorithm.adv_estimator=grpo" in argv and "actor_rollout_ref.rollout.n=8" in argv
+    assert "algorithm.adv_estimator=rlvr_grpo" in argv and "actor_rollout_ref.rollout.n=8" in argv
     assert "reward.custom_reward_function.path=pkg://rlvr.reward.verl" in argv
     assert env["RAY_ADDRESS"] == "10.0.0.1:6379" and env["WANDB_MODE"]
     assert env["VERL_FILE_LOGGER_PATH"].endswith("run/logs/attempt-1.jsonl")

@@ -32,10 +32,12 @@ from typing import Any
 
 from rlvr.config import ConfigError
 from rlvr.io import atomic_write_text
+from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
 from rlvr.train.verl.compat import RAY_HOOK_OVERRIDE
 from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
 
 __all__ = [
+    "ADV_ESTIMATOR",
     "LOSS_AGG_MODE",
     "REWARD_FUNCTION_PATH",
     "VerlParams",
@@ -52,6 +54,8 @@ __all__ = [
 ]
 
 REWARD_FUNCTION_PATH = "pkg://rlvr.reward.verl"
+ADV_ESTIMATOR = "rlvr_grpo"
+"""``algorithm.adv_estimator``: :mod:`rlvr.train.verl.advantage` (verl's GRPO; NaN-scored samples left out)."""
 
 # rlvr/TRL loss_type -> verl actor.loss_agg_mode (verl core_algos.agg_loss):
 #   grpo    per-sequence mean of token means (Shao et al. 2024)               -> seq-mean-token-mean
@@ -181,7 +185,7 @@ def grpo_overrides(
     a = "actor_rollout_ref"
     use_kl = grpo.beta > 0
     pairs: list[tuple[str, Any]] = [
-        ("algorithm.adv_estimator", "grpo"),
+        ("algorithm.adv_estimator", ADV_ESTIMATOR),  # verl's GRPO, unscored samples left out
         ("algorithm.norm_adv_by_std_in_grpo", grpo.scale_rewards == "group"),
         ("algorithm.use_kl_in_reward", False),
         ("data.train_files", str(train_files)),
@@ -235,11 +239,16 @@ def grpo_overrides(
         ("reward.custom_reward_function.path", REWARD_FUNCTION_PATH),
         ("reward.custom_reward_function.name", verl.reward_function),
         ("+reward.custom_reward_function.reward_kwargs.reward_mode", reward_mode),
+        # an excluded sandbox error scores NaN, which the rlvr_grpo estimator leaves out (rlvr.train.verl.advantage)
+        ("+reward.custom_reward_function.reward_kwargs.mask_excluded", True),
         *([("+reward.custom_reward_function.reward_kwargs.reward_shaping", dict(reward_shaping))]
           if reward_shaping is not None else []),
         *([("+reward.custom_reward_function.reward_kwargs.judge_log", str(judge_log_dir))]
           if judge_log_dir is not None else []),
-        ("reward.reward_manager.name", verl.reward_manager),
+        # verl's manager plus the response's token count in extra_info (rlvr.reward.verl_manager)
+        ("reward.reward_manager.source", "importlib"),
+        ("reward.reward_manager.module.path", REWARD_MANAGER_MODULE),
+        ("reward.reward_manager.name", REWARD_MANAGERS[verl.reward_manager]),
     ]
     if verl.reward_manager == "rate_limited":
         pairs += [("+reward.max_concurrent", verl.reward_max_concurrent), ("+reward.timeout", verl.reward_timeout_s)]
