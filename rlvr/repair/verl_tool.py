@@ -307,7 +307,8 @@ def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str 
 
 def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
                     val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
-                    runner: Any = subprocess.run, python: str = sys.executable) -> dict[str, Any]:
+                    runner: Any = subprocess.run, python: str = sys.executable,
+                    check: Any = "default") -> dict[str, Any]:
     """Repair training on verl (engine ``verl``): GRPO through the tool agent loop (:class:`FinalAnswerAgentLoop`)
     with our tools.
 
@@ -319,7 +320,11 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden verdict, plus
     :func:`repair_overrides`). Then launches ``python -m verl.trainer.main_ppo`` through ``runner``
     (:func:`rlvr.train.verl.launch.launch`; tests pass a fake), writes the curves TSV and merges the last actor
-    checkpoint into ``out_model_dir``. Returns ``{engine, method, steps, checkpoint, reward_first, reward_last}``.
+    checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
+    :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
+    the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
+    (:func:`rlvr.train.verl.launch.propagated_env`). Returns ``{engine, method, steps, checkpoint, reward_first,
+    reward_last}``.
     Raises ``subprocess.CalledProcessError`` when verl fails, ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
     from rlvr.model import resolve_model_ref
@@ -343,9 +348,14 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
+        ray_env=vlaunch.propagated_env(),
     ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
+    if check == "default":
+        check = vlaunch.preflight
+    if check is not None:
+        check(vlaunch.propagated_env(), None)
     vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())},
                    runner=runner)
     rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)

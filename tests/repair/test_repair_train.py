@@ -145,8 +145,10 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
                        train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8))
     problems = generate(templates=["add"], n_tests=3)
     runner = FakeRunner(STEPS)
+    seen = []  # the judge preflight runs before verl does
     m = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
-                        tmp_path / "curves.tsv", runner=runner)
+                        tmp_path / "curves.tsv", runner=runner, check=lambda env, a: seen.append(len(runner.calls)))
+    assert seen == [0]
     argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
     overrides = [a for a in argv if "=" in a]
     assert "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent" in overrides

@@ -47,6 +47,7 @@ __all__ = [
     "grpo_overrides",
     "load_profile",
     "local_or_id",
+    "ray_env_override",
     "save_freq_for",
     "sft_command",
     "sft_overrides",
@@ -136,6 +137,7 @@ def grpo_overrides(
     rollout_data_dir: str | Path | None = None,
     reward_shaping: Mapping[str, Any] | None = None,
     judge_log_dir: str | Path | None = None,
+    ray_env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The Hydra overrides (``key=value`` strings, in order) for ``python -m verl.trainer.main_ppo`` running GRPO.
 
@@ -158,6 +160,8 @@ def grpo_overrides(
             depend on finding ``params.yaml``; ``None`` = let :mod:`rlvr.reward.verl` read ``params.yaml``.
         judge_log_dir: absolute folder for the per-sample judge log (``reward_kwargs.judge_log``, see
             :mod:`rlvr.reward.judge_log`), from which the curves' ``judge_s`` column is computed; ``None`` = no log.
+        ray_env: environment variables every Ray worker gets (:func:`ray_env_override`; the launcher passes
+            :func:`rlvr.train.verl.launch.propagated_env`); ``None`` or empty = none added.
 
     Raises:
         ConfigError: a value verl cannot express (``scale_rewards: batch``, unknown ``loss_type``,
@@ -268,8 +272,29 @@ def grpo_overrides(
         ("trainer.max_actor_ckpt_to_keep", verl.max_ckpt_to_keep),
         ("trainer.rollout_data_dir", None if rollout_data_dir is None else str(rollout_data_dir)),
     ]
-    # every Ray worker first fixes verl's TRL check (rlvr.train.verl.compat: verl 0.9.1 + TRL 1.x)
-    return [*_kv(pairs), RAY_HOOK_OVERRIDE, *profile.extra_overrides]
+    # every Ray worker first fixes verl's TRL check (rlvr.train.verl.compat: verl 0.9.1 + TRL 1.x) and gets the
+    # driver's where/how settings (RLVR_*, WANDB_*…) through the job's runtime_env, on a local or an existing cluster
+    return [*_kv(pairs), RAY_HOOK_OVERRIDE, *([ray_env_override(ray_env)] if ray_env else []),
+            *profile.extra_overrides]
+
+
+def ray_env_override(env: Mapping[str, str]) -> str:
+    """One Hydra override putting ``env`` into Ray's job ``runtime_env.env_vars``:
+    ``+ray_kwargs.ray_init.runtime_env.env_vars={K:'v',…}``.
+
+    verl 0.9.1's ``main_ppo.run_ppo`` merges ``ray_kwargs.ray_init.runtime_env`` over its own defaults
+    (``constants_ppo.get_ppo_ray_runtime_env``) and passes the result to ``ray.init``; a ``runtime_env`` given to
+    ``ray.init`` is the job's, applied to every worker and actor of the job on every node (Ray docs, "Runtime
+    environments"), also when ``ray.init`` joins an existing cluster (``RAY_ADDRESS``), whose raylets were started
+    with another environment. Every value is quoted, so Hydra keeps it a string (Ray requires ``str`` values; an
+    unquoted ``8`` or ``true`` would become an int or a bool). Raises ``ValueError`` for a name that is not an
+    environment variable name."""
+    items = []
+    for k, v in sorted(env.items()):
+        if not k or not (k[0].isalpha() or k[0] == "_") or not all(c.isalnum() or c == "_" for c in k):
+            raise ValueError(f"ray_env: {k!r} is not an environment variable name")
+        items.append(f"{k}:'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'")
+    return "+ray_kwargs.ray_init.runtime_env.env_vars={" + ",".join(items) + "}"
 
 
 def sft_overrides(
