@@ -65,6 +65,7 @@ __all__ = [
     "compute_score",
     "compute_score_async",
     "default_config",
+    "use_node_pool",
 ]
 
 log = logging.getLogger(__name__)
@@ -151,6 +152,38 @@ def _item(data_source: str, solution_str: str, ground_truth: Any, extra_info: An
     )
 
 
+_node_pool_checked = False
+
+
+def use_node_pool(kwargs: dict[str, Any]) -> bool:
+    """With ``kwargs["judge_pool"] == "node"``, make this process's reward judge the node's shared judge
+    (:class:`rlvr.judge.ray_pool.NodeJudge`, ``judge_pool_workers`` concurrent submissions per node) — once per
+    process, and only inside Ray, when no reward judge was set already and ``RLVR_SANDBOX_URL`` is empty (a judge
+    server is the shared pool then). Returns whether this call installed it."""
+    global _node_pool_checked
+    if kwargs.get("judge_pool") != "node" or _node_pool_checked:
+        return False
+    with _pool_lock:
+        if _node_pool_checked:
+            return False
+        _node_pool_checked = True
+        from rlvr.config import RuntimeSettings
+        from rlvr.reward import scorer
+
+        if scorer._default_judge is not None or RuntimeSettings().sandbox_url.strip():
+            return False
+        try:
+            import ray
+        except ImportError:
+            return False
+        if not ray.is_initialized():
+            return False
+        from rlvr.judge.ray_pool import NodeJudge
+
+        scorer.set_default_judge(NodeJudge(workers=int(kwargs.get("judge_pool_workers") or 0) or None))
+        return True
+
+
 def compute_score(
     data_source: str, solution_str: str, ground_truth: str, extra_info: dict[str, Any] | None = None, **kwargs: Any
 ) -> dict[str, Any]:
@@ -175,7 +208,8 @@ def compute_score(
             (``reward_shaping.sandbox_error: exclude``) scores NaN instead of 0.0, which the ``rlvr_grpo``
             advantage estimator (:mod:`rlvr.train.verl.advantage`) leaves out of its group's baseline and gives
             advantage 0; only set it together with that estimator. Other keys (verl's ``reward_router_address`` …)
-            are ignored.
+            are ignored. ``judge_pool`` (``node``/``process``) and ``judge_pool_workers``: see
+            :func:`use_node_pool`.
 
     Returns:
         ``{"score": float, "acc": bool, "pass_ratio": float, "status": verdict, "n_tests": int, "judge_s": float,
@@ -188,6 +222,7 @@ def compute_score(
             does: an un-decodable, giant or extractor-crashing completion and a judge exception on it score as a
             failure, infrastructure failures as ``sandbox_error`` (see :mod:`rlvr.reward.modes`).
     """
+    use_node_pool(kwargs)
     scorer = RewardScorer(_config(kwargs), options=_OPTIONS)
     out = _verl_result(scorer.score([_item(data_source, solution_str, ground_truth, extra_info)])[0], extra_info,
                        kwargs)
@@ -237,6 +272,7 @@ async def compute_score_async(
 ) -> dict[str, Any]:
     """Async :func:`compute_score` (same arguments and return value). verl awaits it on the reward worker's event
     loop; the judge runs in a process-wide pool of 64 threads, so concurrent calls are bounded together."""
+    use_node_pool(kwargs)
     scorer = RewardScorer(_config(kwargs), options=_OPTIONS)
     pool, sem = _shared()
     out = await scorer.score_async(

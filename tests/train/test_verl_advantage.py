@@ -98,10 +98,11 @@ def test_unscored_samples_are_left_out_of_the_group():
     assert all(math.isnan(a) for a in theirs[:8])
 
 
-def test_worker_setup_registers_the_estimator():
+def test_worker_setup_registers_the_estimator(monkeypatch):
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     from rlvr.train.verl import compat
 
+    monkeypatch.setattr(compat, "patch_verl", lambda: False)  # leave verl unpatched for the other tests
     compat.worker_setup()
     assert get_adv_estimator_fn("rlvr_grpo").__module__ == "rlvr.train.verl.advantage"
