@@ -34,8 +34,10 @@ PREFLIGHT_SOLUTION = "a, b = map(int, input().split())\nprint(a + b)\n"
 
 
 def judge_preflight(judge: Any = None) -> dict[str, Any]:
-    """Judge :data:`PREFLIGHT_SOLUTION` on :data:`PREFLIGHT_PROBLEM` with ``judge`` (default: a fresh
-    :func:`rlvr.judge.client.get_judge`, closed afterwards, so no sandboxes stay alive in the launcher).
+    """Judge :data:`PREFLIGHT_SOLUTION` on :data:`PREFLIGHT_PROBLEM` with ``judge`` (default: the judge the reward
+    resolves from the environment, :func:`rlvr.judge.client.get_judge`'s choice — a :class:`RemoteJudge` for
+    ``RLVR_SANDBOX_URL``, else the embedded judge with one sandbox, not the node's CPU count — closed afterwards, so
+    no sandboxes stay alive in the launcher).
 
     Returns ``{"host", "judge" (class name), "sandbox_url", "verdict", "judge_s"}``. Raises ``RuntimeError`` naming the
     host, the judge and the verdict (or the exception) when the correct program is not accepted."""
@@ -44,20 +46,23 @@ def judge_preflight(judge: Any = None) -> dict[str, Any]:
     url = RuntimeSettings().sandbox_url.strip()
     where = f"{socket.gethostname()} ({'RLVR_SANDBOX_URL=' + url if url else 'embedded sandbox judge'})"
     own = judge is None
-    if own:
-        from rlvr.judge.client import get_judge
-
-        judge = get_judge()
     try:
+        if own:
+            if url:
+                from rlvr.judge.client import RemoteJudge
+
+                judge = RemoteJudge(url)
+            else:
+                from rlvr.judge.core import Judge
+
+                judge = Judge(workers=1)
         res = judge.judge(PREFLIGHT_PROBLEM, PREFLIGHT_SOLUTION)
     except Exception as exc:
         raise RuntimeError(f"judge preflight on {where}: the judge failed ({type(exc).__name__}: {exc})"[:2000]) \
             from exc
     finally:
-        if own:
-            from rlvr.judge.client import reset_judge
-
-            reset_judge()
+        if own and judge is not None and hasattr(judge, "close"):
+            judge.close()
     if res.verdict != "accepted":
         detail = next((t.message or t.stderr for t in res.tests if t.verdict != "accepted"), "")
         raise RuntimeError(f"judge preflight on {where}: a correct program was judged {res.verdict} "
