@@ -38,7 +38,7 @@ def test_env_override_composes_into_verls_ray_init_as_strings():
     from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
 
     env = {"RLVR_SANDBOX_WORKERS": "8", "RLVR_X": "true", "RLVR_SANDBOX_URL": "http://judge:8080/a,b", "HF_HOME":
-           "/data/hf cache", "RLVR_Q": "it's {x} [y] = z"}
+           "/data/hf cache", "RLVR_Q": "it's {x} [y] = z", "RLVR_B": "C:\\x\\y\\", "RLVR_C": "x\\'y"}
     d = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     with initialize_config_dir(config_dir=d, version_base=None):
         cfg = compose(config_name="ppo_trainer", overrides=[ray_env_override(env)])
@@ -50,6 +50,9 @@ def test_env_override_composes_into_verls_ray_init_as_strings():
     assert got["TOKENIZERS_PARALLELISM"] == "true"  # verl's own defaults kept
     with pytest.raises(ValueError, match="environment variable name"):
         ray_env_override({"BAD-NAME": "x"})
+    with pytest.raises(ValueError, match="interpolate"):
+        ray_env_override({"RLVR_X": "a${b}"})
+    assert "RLVR_X" not in vlaunch.propagated_env({"RLVR_X": "a${b}"})
 
 
 class _Judge:

@@ -98,10 +98,11 @@ def propagated_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     ``WANDB_API_KEY``, ``HF_TOKEN``) are left out: the overrides are written next to the model
     (``verl_overrides.txt``); give them to the cluster's nodes yourself (``wandb login``, the environment of
     ``ray start``). A relative ``RLVR_CACHE_DIR`` is made absolute (Ray workers do not run in the driver's working
-    directory)."""
+    directory). A value holding ``${`` is left out (verl's config would interpolate it)."""
     src = os.environ if environ is None else environ
     env = {k: v for k, v in src.items()
-           if k.startswith(PROPAGATED_PREFIXES) and not any(m in k.upper() for m in _SECRET_MARKERS)}
+           if k.startswith(PROPAGATED_PREFIXES) and not any(m in k.upper() for m in _SECRET_MARKERS)
+           and "${" not in v}  # OmegaConf would take it for an interpolation (ray_env_override refuses it)
     env.setdefault("WANDB_MODE", "offline")
     if env.get("RLVR_CACHE_DIR"):
         env["RLVR_CACHE_DIR"] = str(Path(env["RLVR_CACHE_DIR"]).absolute())

@@ -25,6 +25,7 @@ the installed verl. Notable 0.9.1 facts:
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -281,6 +282,14 @@ def grpo_overrides(
             *profile.extra_overrides]
 
 
+def _hydra_quoted(v: str) -> str:
+    """``v`` escaped for the inside of a single-quoted Hydra override value (Hydra docs, "Override grammar: quoted
+    values"): a backslash is literal except before a quote or at the end, where it is doubled; a quote is
+    ``\\'``."""
+    v = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", v)
+    return re.sub(r"(\\+)$", lambda m: m.group(1) * 2, v)
+
+
 def ray_env_override(env: Mapping[str, str]) -> str:
     """One Hydra override putting ``env`` into Ray's job ``runtime_env.env_vars``:
     ``+ray_kwargs.ray_init.runtime_env.env_vars={K:'v',…}``.
@@ -291,12 +300,14 @@ def ray_env_override(env: Mapping[str, str]) -> str:
     environments"), also when ``ray.init`` joins an existing cluster (``RAY_ADDRESS``), whose raylets were started
     with another environment. Every value is quoted, so Hydra keeps it a string (Ray requires ``str`` values; an
     unquoted ``8`` or ``true`` would become an int or a bool). Raises ``ValueError`` for a name that is not an
-    environment variable name."""
+    environment variable name, or a value holding ``${`` (an interpolation to OmegaConf)."""
     items = []
     for k, v in sorted(env.items()):
         if not k or not (k[0].isalpha() or k[0] == "_") or not all(c.isalnum() or c == "_" for c in k):
             raise ValueError(f"ray_env: {k!r} is not an environment variable name")
-        items.append(f"{k}:'" + str(v).replace("\\", "\\\\").replace("'", "\\'") + "'")
+        if "${" in str(v):  # OmegaConf would resolve it as an interpolation (verl resolves its config)
+            raise ValueError(f"ray_env: the value of {k} holds '${{', which verl's config would interpolate")
+        items.append(f"{k}:'{_hydra_quoted(str(v))}'")
     return "+ray_kwargs.ray_init.runtime_env.env_vars={" + ",".join(items) + "}"
 
 
