@@ -23,6 +23,7 @@ This module imports verl (only verl's processes load it); :mod:`rlvr.reward.verl
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -32,7 +33,7 @@ from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManage
 
 from rlvr.reward.verl import RESPONSE_LENGTH_KEY
 
-__all__ = ["RLVRNaiveRewardManager", "RLVRRateLimitedRewardManager", "with_response_length"]
+__all__ = ["RLVRNaiveRewardManager", "RLVRRateLimitedRewardManager", "unscored_extra_info", "with_response_length"]
 
 
 def with_response_length(data: DataProto) -> DataProto:
@@ -59,10 +60,30 @@ class RLVRNaiveRewardManager(NaiveRewardManager):
         return await super().run_single(with_response_length(data))
 
 
+def unscored_extra_info(mask_excluded: bool) -> dict[str, Any]:
+    """The ``reward_extra_info`` of a sample whose reward call never returned (verl's ``rate_limited`` timeout or
+    exception): every key :func:`rlvr.reward.verl.compute_score` returns, as a ``sandbox_error``."""
+    return {"score": math.nan if mask_excluded else 0.0, "acc": False, "pass_ratio": 0.0, "status": "sandbox_error",
+            "n_tests": 0, "judge_s": 0.0, "has_code": True, "timed_out": False, "valid": False, "tool_reward": 0.0,
+            "tool_parse_failures": 0}
+
+
 class RLVRRateLimitedRewardManager(RateLimitedRewardManager):
     """verl's ``rate_limited`` manager (``reward.max_concurrent``, ``reward.timeout``…); ``extra_info`` carries
-    ``response_length`` (tokens)."""
+    ``response_length`` (tokens).
+
+    One more change: when the reward call times out (``reward.timeout``) or raises, verl 0.9.1 scores the sample 0.0
+    with ``reward_extra_info`` ``{"timeout"/"error", "acc"}`` only. That is an infrastructure failure, not the
+    policy's: it becomes a ``sandbox_error`` (score NaN under the launcher's ``mask_excluded``, so the ``rlvr_grpo``
+    estimator leaves it out; 0.0 otherwise) with every key the other samples have — verl builds one array per key
+    from the first sample's keys, so a sample with other keys would fail the whole batch (``KeyError``)."""
 
     async def run_single(self, data: DataProto) -> dict[str, Any]:
         """verl's ``RateLimitedRewardManager.run_single`` on :func:`with_response_length` ``(data)``."""
-        return await super().run_single(with_response_length(data))
+        out = await super().run_single(with_response_length(data))
+        info = out.get("reward_extra_info") or {}
+        if "status" not in info and ("timeout" in info or "error" in info):
+            fn = self.config.reward.get("custom_reward_function") or {}
+            mask = bool((fn.get("reward_kwargs") or {}).get("mask_excluded", False))
+            out = {"reward_score": math.nan if mask else 0.0, "reward_extra_info": unscored_extra_info(mask)}
+        return out

@@ -259,3 +259,30 @@ def test_rlvr_managers_give_the_reward_the_response_length(fake_judge, manager):
     assert lens[1] > shaping["max_length_tokens"]
     assert scores(cfg) == [1.0, 0.0]  # the long answer pays the whole overlong term
     assert "response_length" not in data.non_tensor_batch["extra_info"][1]  # a copy: the shared row is untouched
+
+
+def test_rate_limited_timeout_becomes_an_excluded_sandbox_error():
+    """verl's rate_limited manager scores a timed-out reward call 0.0 with other keys than the rest of the batch
+    (verl then fails building the key arrays); rlvr's subclass makes it a sandbox_error with the same keys, NaN under
+    mask_excluded (left out by rlvr_grpo)."""
+    pytest.importorskip("verl")
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
+
+    prev = set_default_judge(FakeJudge(sleep_s=1.5))
+    try:
+        tok = _tokenizer()
+        cfg = _config("rate_limited", "compute_score_async", False)
+        cfg.reward.timeout = 0.3
+        cfg.reward.reward_manager.source = "importlib"
+        cfg.reward.reward_manager.module.path = REWARD_MANAGER_MODULE
+        cfg.reward.reward_manager.name = REWARD_MANAGERS["rate_limited"]
+        cfg.reward.custom_reward_function.reward_kwargs = {"reward_mode": "sparse", "mask_excluded": True}
+        rm = load_reward_manager(cfg, tok)
+        data, _ = _batch(tok, [fenced("print(6)")], GT)
+        out = rm.loop.run_until_complete(rm.run_single(data[0:1]))
+        assert math.isnan(out["reward_score"]) and set(out["reward_extra_info"]) == KEYS
+        assert out["reward_extra_info"]["status"] == "sandbox_error" and out["reward_extra_info"]["valid"] is False
+    finally:
+        set_default_judge(prev)
