@@ -10,13 +10,18 @@ reward worker's event loop, a plain one runs in the loop's default thread pool. 
 ``result["score"]`` as the reward and put every key into ``reward_extra_info`` (one array per key, keys from the first
 sample, so every sample returns the same keys; string values such as ``status`` are skipped by the validation metrics).
 
-Hydra overrides (GRPO, verl 0.9.1)::
+Hydra overrides (GRPO, verl 0.9.1; what :func:`rlvr.train.verl.overrides.grpo_overrides` writes)::
 
     reward.custom_reward_function.path=pkg://rlvr.reward.verl
     reward.custom_reward_function.name=compute_score_async      # or compute_score
     +reward.custom_reward_function.reward_kwargs.reward_mode=sparse
-    reward.reward_manager.name=naive                              # or rate_limited (+reward.max_concurrent=64
-                                                                  #   +reward.timeout=600)
+    +reward.custom_reward_function.reward_kwargs.mask_excluded=True       # with algorithm.adv_estimator=rlvr_grpo
+    +reward.custom_reward_function.reward_kwargs.judge_pool=node          # one judge per node (use_node_pool)
+    reward.reward_manager.source=importlib                        # rlvr.reward.verl_manager: verl's naive or
+    reward.reward_manager.module.path=pkg://rlvr.reward.verl_manager      # rate_limited + the response length
+    reward.reward_manager.name=RLVRNaiveRewardManager
+
+verl's plain ``reward.reward_manager.name=naive`` (or ``rate_limited``) also works, without the length term.
 
 ``ground_truth`` is the JSON string of :func:`rlvr.data.schema.ground_truth` (``reward_model.ground_truth`` column of
 the verl parquet).
