@@ -176,6 +176,17 @@ def _node_actor_class() -> Any:
                 with self._lock:
                     self.in_flight -= 1
 
+        def run_code(self, kwargs: dict[str, Any]) -> RunResult:
+            with self._lock:
+                self.in_flight += 1
+                self.calls += 1
+                self.peak = max(self.peak, self.in_flight)
+            try:
+                return self.judge.run_code(**kwargs)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+
         def stats(self) -> dict[str, int]:
             """``{"workers", "calls", "peak"}``: the bound, calls served, most calls judged at once."""
             return {"workers": self.workers, "calls": self.calls, "peak": self.peak}
@@ -194,7 +205,7 @@ def node_workers(workers: int | None = None) -> int:
 
 
 class NodeJudge:
-    """Judge interface (``judge``, ``judge_many``) backed by the one judge actor of this Ray node.
+    """Judge interface (``judge``, ``judge_many``, ``run_code``) backed by the one judge actor of this Ray node.
 
     Every process on a node that builds a ``NodeJudge`` (verl's reward workers: ``reward.num_workers`` of them, each
     awaiting up to 64 ``compute_score`` calls) reaches the same named actor ``rlvr-node-judge-<node id>`` in the job's
@@ -230,6 +241,12 @@ class NodeJudge:
     def judge(self, problem: Problem, solution: str, language: str = "python") -> JudgeResult:
         """Judge one submission on the node's actor."""
         return self.judge_many([(problem, solution)], language)[0]
+
+    def run_code(self, code: str, stdin: str = "", timeout_s: float = 10.0, memory_limit_mb: int = 1024,
+                 **kwargs: Any) -> RunResult:
+        """SandboxFusion ``/run_code`` semantics (as :meth:`rlvr.judge.core.Judge.run_code`) on the node's actor."""
+        return _get(self.actor.run_code.remote({"code": code, "stdin": stdin, "timeout_s": timeout_s,
+                                                "memory_limit_mb": memory_limit_mb, **kwargs}))
 
     def stats(self) -> dict[str, int]:
         """The actor's ``{"workers", "calls", "peak"}``."""

@@ -54,6 +54,8 @@ def test_reward_workers_share_one_bounded_judge_per_node():
         stats = first.stats()
         assert stats["calls"] == 32 and stats["workers"] == 2
         assert stats["peak"] == 2  # saturated, never above the node's bound (4 workers × 8 calls wanted 32 at once)
+        assert first.run_code("print(1)", timeout_s=1.0)["stdout"] == "print(1)"  # the repair tools' call
+        assert first.stats()["calls"] == 33
     finally:
         ray.shutdown()
 
