@@ -24,7 +24,7 @@ from rlvr.judge.core import RunResult
 from rlvr.judge.sandbox import SandboxError
 from rlvr.judge.verdict import JudgeResult
 
-__all__ = ["RayJudge"]
+__all__ = ["NODE_JUDGE_PREFIX", "NodeJudge", "RayJudge", "node_workers"]
 
 
 def _get(refs: Any) -> Any:
@@ -135,3 +135,119 @@ class RayJudge:
         for a in self.actors:
             ray.kill(a)
         self.actors = []
+
+
+# ----------------------------------------------------------------------------- one judge budget per node
+NODE_JUDGE_PREFIX = "rlvr-node-judge-"
+
+
+def _node_actor_class() -> Any:
+    import ray
+
+    @ray.remote
+    class NodeJudgeActor:
+        """The node's judge: one embedded judge (``workers`` sandboxes) behind a threaded Ray actor whose
+        ``max_concurrency`` equals ``workers``, so at most ``workers`` submissions are judged at once on the node,
+        whatever the number of callers; the others wait in the actor's queue (Ray docs, "Threaded actors")."""
+
+        def __init__(self, workers: int, factory: str) -> None:
+            import importlib
+            import threading
+
+            from rlvr.judge.sandbox import enable_child_subreaper
+
+            enable_child_subreaper()
+            module, _, name = factory.partition(":")
+            self.judge = getattr(importlib.import_module(module), name)(workers=workers)
+            self.workers = workers
+            self._lock = threading.Lock()
+            self.in_flight = 0
+            self.peak = 0
+            self.calls = 0
+
+        def judge_many(self, items: list[tuple[Problem, str]], language: str) -> list[JudgeResult]:
+            with self._lock:
+                self.in_flight += 1
+                self.calls += 1
+                self.peak = max(self.peak, self.in_flight)
+            try:
+                return self.judge.judge_many(items, language)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+
+        def run_code(self, kwargs: dict[str, Any]) -> RunResult:
+            with self._lock:
+                self.in_flight += 1
+                self.calls += 1
+                self.peak = max(self.peak, self.in_flight)
+            try:
+                return self.judge.run_code(**kwargs)
+            finally:
+                with self._lock:
+                    self.in_flight -= 1
+
+        def stats(self) -> dict[str, int]:
+            """``{"workers", "calls", "peak"}``: the bound, calls served, most calls judged at once."""
+            return {"workers": self.workers, "calls": self.calls, "peak": self.peak}
+
+    return NodeJudgeActor
+
+
+def node_workers(workers: int | None = None) -> int:
+    """The node's judge budget: ``workers`` when positive, else ``RLVR_SANDBOX_WORKERS``, else this node's CPU
+    count (the embedded judge's own default)."""
+    import os
+
+    from rlvr.config import RuntimeSettings
+
+    return int(workers or RuntimeSettings().sandbox_workers or os.cpu_count() or 1)
+
+
+class NodeJudge:
+    """Judge interface (``judge``, ``judge_many``, ``run_code``) backed by the one judge actor of this Ray node.
+
+    Every process on a node that builds a ``NodeJudge`` (verl's reward workers: ``reward.num_workers`` of them, each
+    awaiting up to 64 ``compute_score`` calls) reaches the same named actor ``rlvr-node-judge-<node id>`` in the job's
+    namespace, created by the first caller (``get_if_exists``) on this node (hard node affinity, ``num_cpus=0`` so it
+    never waits for a CPU verl's workers hold). The actor judges at most ``workers`` submissions at once
+    (:func:`node_workers`; its own ``workers`` sandboxes), so a node's judge load is bounded by its cores instead of
+    by reward workers × their concurrency, and programs do not time out from CPU contention between sandboxes.
+    Waiting in the actor's queue is not program time (time limits apply to the running program only), but it does
+    count against the reward's per-request timeout (:class:`rlvr.reward.scoring.ScoringOptions`).
+
+    Must be built inside a Ray worker or driver (``ray.is_initialized()``); raises ``RuntimeError`` otherwise.
+    ``factory``: ``"module:callable"`` building the actor's judge from ``workers=`` (tests pass a fake).
+    A lost actor raises :class:`SandboxError` (rewards count it as ``sandbox_error``).
+    """
+
+    def __init__(self, workers: int | None = None, factory: str = "rlvr.judge.core:Judge") -> None:
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        if not ray.is_initialized():
+            raise RuntimeError("NodeJudge needs a Ray worker or driver (ray.init() not called)")
+        node_id = ray.get_runtime_context().get_node_id()
+        self.workers = node_workers(workers)
+        self.actor = _node_actor_class().options(
+            name=NODE_JUDGE_PREFIX + node_id, get_if_exists=True, num_cpus=0, max_concurrency=self.workers,
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
+        ).remote(self.workers, factory)
+
+    def judge_many(self, items: Sequence[tuple[Problem, str]], language: str = "python") -> list[JudgeResult]:
+        """Judge ``items`` on the node's actor (one call, one slot of its budget)."""
+        return _get(self.actor.judge_many.remote(list(items), language))
+
+    def judge(self, problem: Problem, solution: str, language: str = "python") -> JudgeResult:
+        """Judge one submission on the node's actor."""
+        return self.judge_many([(problem, solution)], language)[0]
+
+    def run_code(self, code: str, stdin: str = "", timeout_s: float = 10.0, memory_limit_mb: int = 1024,
+                 **kwargs: Any) -> RunResult:
+        """SandboxFusion ``/run_code`` semantics (as :meth:`rlvr.judge.core.Judge.run_code`) on the node's actor."""
+        return _get(self.actor.run_code.remote({"code": code, "stdin": stdin, "timeout_s": timeout_s,
+                                                "memory_limit_mb": memory_limit_mb, **kwargs}))
+
+    def stats(self) -> dict[str, int]:
+        """The actor's ``{"workers", "calls", "peak"}``."""
+        return _get(self.actor.stats.remote())

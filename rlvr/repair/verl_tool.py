@@ -48,7 +48,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
-from rlvr.reward.verl import FINAL_ANSWER_KEY
+from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
 
 __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
            "accepted_feedback", "agent_loop_config", "repair_overrides", "repair_row_fields", "repair_tool_config",
@@ -60,12 +60,26 @@ AGENT_NAME = "rlvr_tool_agent"
 """The rows' ``agent_name``: :class:`FinalAnswerAgentLoop`."""
 
 
-def _judge() -> Any:
+def _judge(pool: str = "process") -> Any:
+    """The tools' judge in this rollout worker: the node's shared judge (:class:`rlvr.judge.ray_pool.NodeJudge`, the
+    one verl's reward workers use) when ``pool`` is ``node``, inside Ray and without ``RLVR_SANDBOX_URL``; else
+    :func:`rlvr.judge.client.get_judge`. Made once per process."""
     global _JUDGE
     if _JUDGE is None:
+        from rlvr.config import RuntimeSettings
         from rlvr.judge.client import get_judge
 
-        _JUDGE = get_judge()
+        judge = None
+        if pool == "node" and not RuntimeSettings().sandbox_url.strip():
+            try:
+                import ray
+            except ImportError:
+                ray = None
+            if ray is not None and ray.is_initialized():
+                from rlvr.judge.ray_pool import NodeJudge
+
+                judge = NodeJudge()
+        _JUDGE = judge if judge is not None else get_judge()
     return _JUDGE
 
 
@@ -79,16 +93,41 @@ def accepted_feedback(total: int) -> str:
 
 
 class FinalAnswerAgentLoop(ToolAgentLoop):
-    """verl's ``tool_agent`` loop (unchanged) that also records the final answer: after every generation,
-    ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward managers decode a response
-    (``skip_special_tokens=True``), cut where the episode's response is cut (``rollout.response_length`` tokens), so
-    the last one left is the answer the reward scores (module doc). A turn that ends on a tool call is recorded too: an
-    episode whose last turn is a call (turns exhausted) has no final answer, and its text holds no fenced program."""
+    """verl's ``tool_agent`` loop (unchanged) that also records the final answer and the tool calls that failed to
+    parse.
+
+    After every generation, ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward
+    managers decode a response (``skip_special_tokens=True``), cut where the episode's response is cut
+    (``rollout.response_length`` tokens), so the last one left is the answer the reward scores (module doc). A turn
+    that ends on a tool call is recorded too: an episode whose last turn is a call (turns exhausted) has no final
+    answer, and its text holds no fenced program.
+
+    ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts, over the episode, the turns' tool-call openings
+    (``tool_parser.tool_call_start_token``, ``<tool_call>`` for ``hermes`` and ``qwen3_coder``) that verl's parser
+    did not turn into a call (bad JSON, a missing closing tag, an unknown layout): verl drops those silently (it logs
+    "Failed to decode tool call" and ends the episode as if the turn were a final answer). A call that parsed but was
+    not run because the turn or length budget ended the episode is not a failure. The count reaches the reward's
+    ``extra_info`` (verl merges ``extra_fields`` into it), which reports it per sample (``tool_parse_failures``), and
+    :mod:`rlvr.train.verl.logs` sums it per step."""
 
     async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
                                        ignore_termination: bool = False) -> AgentState:
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         ids = list(agent_data.response_ids)
+        text = self.tokenizer.decode(ids, skip_special_tokens=False)
+        opened = text.count(getattr(self.tool_parser, "tool_call_start_token", "<tool_call>"))
+        if opened:
+            if state == AgentState.PROCESSING_TOOLS:
+                parsed = len(agent_data.tool_calls)
+            else:  # parser not run (budget ended the episode) or it found nothing: parse again to tell them apart
+                active = getattr(agent_data, "_active_tools", self.tools)
+                _, calls = await self.tool_parser.extract_tool_calls(ids, [t.tool_schema for t in active.values()])
+                parsed = len(calls)
+            failed = max(0, opened - parsed)
+            agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = (
+                int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + failed)
+        else:
+            agent_data.extra_fields.setdefault(TOOL_PARSE_FAILURES_KEY, 0)
         over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
         if over > 0:
             ids = ids[: max(0, len(ids) - over)]
@@ -111,12 +150,15 @@ class RunTestsTool(BaseTool):
     """``run_tests(code)``: judge ``code`` on the row's visible tests (``create_kwargs.ground_truth``) and return the
     repair feedback (:func:`rlvr.repair.env.format_feedback`). ``config``: the tool config (``EnvConfig`` fields
     such as ``field_chars``, ``feedback_template``). Step reward 0.0 (the reward is the final hidden verdict), or
-    ``-turn_penalty`` from ``config`` per call."""
+    ``-turn_penalty`` from ``config`` per call: verl's ``ToolAgentLoop`` collects these in the sample's
+    ``extra_fields["tool_rewards"]`` but never adds them to the score, so :func:`rlvr.reward.verl.compute_score`
+    adds them to the final verdict's reward."""
 
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None) -> None:
         super().__init__(config, tool_schema)
         self.env_cfg = _env_cfg(config)
         self.turn_penalty = float(config.get("turn_penalty", 0.0))
+        self.judge_pool = str(config.get("judge_pool", "process"))
         self._problems: dict[str, Problem] = {}
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, ToolResponse]:
@@ -136,7 +178,7 @@ class RunTestsTool(BaseTool):
         code = str(parameters.get("code", ""))
         if not problem.tests:
             return ToolResponse(text="There are no example tests for this problem."), -self.turn_penalty, {}
-        res = await asyncio.to_thread(_judge().judge, problem, code)
+        res = await asyncio.to_thread(_judge(self.judge_pool).judge, problem, code)
         text = accepted_feedback(res.total) if res.accepted else format_feedback(problem, res, self.env_cfg)
         return ToolResponse(text=text), -self.turn_penalty, {"verdict": res.verdict, "judge_s": res.judge_s}
 
@@ -152,13 +194,14 @@ class PythonTool(BaseTool):
     def __init__(self, config: dict, tool_schema: OpenAIFunctionToolSchema | None) -> None:
         super().__init__(config, tool_schema)
         self.env_cfg = _env_cfg(config)
+        self.judge_pool = str(config.get("judge_pool", "process"))
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse,
                                                                                                  float, dict]:
         """Run ``parameters['code']``; returns (output, 0.0, {verdict})."""
         c = self.env_cfg
-        run = await asyncio.to_thread(_judge().run_code, str(parameters.get("code", "")), "", c.tool_timeout_s,
-                                      c.tool_memory_mb)
+        run = await asyncio.to_thread(_judge(self.judge_pool).run_code, str(parameters.get("code", "")), "",
+                                      c.tool_timeout_s, c.tool_memory_mb)
         text = cap_middle(f"[{run.verdict}, exit code {run.exit_code}]\nstdout:\n{run.stdout}\nstderr:\n{run.stderr}",
                     c.tool_output_chars)
         return ToolResponse(text=text), 0.0, {"verdict": run.verdict}
@@ -187,31 +230,34 @@ def tool_call_text(name: str, arguments: dict[str, str], fmt: str = "hermes") ->
     raise ValueError(f"tool_call_text: unknown tool-call format {fmt!r} (hermes, qwen3_coder)")
 
 
-def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None) -> dict[str, Any]:
+def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None, judge_pool: str = "process"
+                       ) -> dict[str, Any]:
     """The verl tool-config mapping (``{"tools": [...]}``): ``run_tests`` always, ``run_python`` in interpreter mode.
     Each tool's ``config`` carries ``type: native`` plus the :class:`EnvConfig` fields it reads; ``turn_penalty``
-    defaults to ``cfg.turn_penalty``."""
+    defaults to ``cfg.turn_penalty``; ``judge_pool`` (``verl.judge_pool``): ``node`` = the tools judge on the node's
+    shared judge, the one the reward workers use (:func:`_judge`), ``process`` = each rollout worker its own."""
     env = cfg.model_dump(mode="json")
     turn_penalty = cfg.turn_penalty if turn_penalty is None else turn_penalty
     tools = [{
         "class_name": f"{__name__}.RunTestsTool",
-        "config": {"type": "native", **env, "turn_penalty": turn_penalty},
+        "config": {"type": "native", **env, "turn_penalty": turn_penalty, "judge_pool": judge_pool},
         "tool_schema": _schema("run_tests", "Run a candidate solution on the example tests and get feedback.",
                                "The complete Python solution program."),
     }]
     if cfg.mode == "interpreter":
         tools.append({
             "class_name": f"{__name__}.PythonTool",
-            "config": {"type": "native", **env},
+            "config": {"type": "native", **env, "judge_pool": judge_pool},
             "tool_schema": _schema("run_python", "Run a Python program and get its output.",
                                    "The Python program to run (standard input is empty)."),
         })
     return {"tools": tools}
 
 
-def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | None = None) -> Path:
+def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | None = None,
+                      judge_pool: str = "process") -> Path:
     """Write :func:`repair_tool_config` as YAML to ``path`` atomically; returns the path."""
-    atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty), sort_keys=False))
+    atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty, judge_pool), sort_keys=False))
     return Path(path)
 
 
@@ -280,7 +326,8 @@ def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str 
 
 def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
                     val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
-                    runner: Any = subprocess.run, python: str = sys.executable) -> dict[str, Any]:
+                    runner: Any = subprocess.run, python: str = sys.executable,
+                    check: Any = "default") -> dict[str, Any]:
     """Repair training on verl (engine ``verl``): GRPO through the tool agent loop (:class:`FinalAnswerAgentLoop`)
     with our tools.
 
@@ -292,7 +339,11 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden verdict, plus
     :func:`repair_overrides`). Then launches ``python -m verl.trainer.main_ppo`` through ``runner``
     (:func:`rlvr.train.verl.launch.launch`; tests pass a fake), writes the curves TSV and merges the last actor
-    checkpoint into ``out_model_dir``. Returns ``{engine, method, steps, checkpoint, reward_first, reward_last}``.
+    checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
+    :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
+    the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
+    (:func:`rlvr.train.verl.launch.propagated_env`). Returns ``{engine, method, steps, checkpoint, reward_first,
+    reward_last}``.
     Raises ``subprocess.CalledProcessError`` when verl fails, ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
     from rlvr.model import resolve_model_ref
@@ -311,7 +362,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
     write_repair_parquet(train, env, train_f)
     write_repair_parquet(val or train, env, val_f)
-    tools = write_tool_config(run / "tool_config.yaml", env)
+    tools = write_tool_config(run / "tool_config.yaml", env, judge_pool=vcfg.judge_pool)
     loops = write_agent_loop_config(run / "agent_loops.yaml")
     log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
@@ -320,9 +371,14 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
         section="repair.train",
+        ray_env=vlaunch.propagated_env(),
     ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
+    if check == "default":
+        check = vlaunch.preflight
+    if check is not None:
+        check(vlaunch.propagated_env(), None)
     hw = load_profile(vcfg.profile)
     vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
                                     "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)

@@ -11,7 +11,8 @@ processes do not interleave; one file per process: ``<host>-<pid>.jsonl``)::
 
     {"t": <unix seconds when the judge returned>, "judge_s": <judge wall seconds of the sample>,
      "split": <extra_info["split"] or null>, "id": <problem id or null>, "status": <verdict>,
-     "pass_ratio": <passed / tests>, "has_code": <whether a program was found in the response>}
+     "pass_ratio": <passed / tests>, "has_code": <whether a program was found in the response>,
+     "tool_parse_failures": <the episode's tool calls that failed to parse>}
 
 Step assignment (:func:`judge_seconds_per_step`): verl writes ``<rollout_data_dir>/<step>.jsonl`` once the step's
 rollouts (and so their rewards) are complete, and the next step's rollout starts only after the actor update, so a
@@ -56,6 +57,7 @@ def append_record(log_dir: str | Path, extra_info: Any, result: Mapping[str, Any
         "status": str(result.get("status", ""))[:40],
         "pass_ratio": float(result.get("pass_ratio") or 0.0),
         "has_code": bool(result.get("has_code")),
+        "tool_parse_failures": int(result.get("tool_parse_failures") or 0),
     }
     line = (json.dumps(rec) + "\n").encode()
     path = Path(log_dir) / f"{socket.gethostname()}-{os.getpid()}.jsonl"
@@ -111,7 +113,8 @@ def judge_seconds_per_step(
         exclude_splits: ``split`` values of validation-only samples, left out.
 
     Returns:
-        ``{step: {"judge_s": summed judge seconds, "judged": samples}}`` for steps with at least one record;
+        ``{step: {"judge_s": summed judge seconds, "judged": samples, "tool_parse_failures": summed}}`` for steps
+        with at least one record;
         records after the last dump (a step that never finished) are dropped.
     """
     steps = sorted(dump_times)
@@ -123,9 +126,10 @@ def judge_seconds_per_step(
         i = bisect_left(ends, float(r["t"]))
         if i == len(steps):
             continue
-        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judged": 0})
+        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judged": 0, "tool_parse_failures": 0})
         agg["judge_s"] += float(r["judge_s"])
         agg["judged"] += 1
+        agg["tool_parse_failures"] += int(r.get("tool_parse_failures") or 0)
     return out
 
 

@@ -22,14 +22,17 @@ shaping coefficients live in the ``reward_shaping`` section (:class:`RewardShapi
                = (|y| - (L_max - L_buf)) / L_buf      if L_max - L_buf < |y| <= L_max
                = 1                                    if |y| > L_max
 
-    ``L`` applies only when the completion's token count is known (TRL passes ``completion_ids``; verl's
-    ``compute_score`` does not see token counts: use verl's ``dapo`` reward manager ``overlong_buffer`` there).
+    ``L`` applies only when the completion's token count is known (TRL passes ``completion_ids``; under verl the
+    launcher's reward managers, :mod:`rlvr.reward.verl_manager`, pass the response's token count in
+    ``extra_info.response_length``; verl's own managers pass none).
 
 ``sandbox_error`` (the judge's infrastructure failed) is never the policy's fault: with ``sandbox_error: exclude`` the
 score is ``None`` — TRL turns ``None`` into NaN and leaves that completion out of the group baseline with advantage 0
-(``GRPOTrainer._generate_and_score_completions``, TRL 1.16); verl needs a float, so :func:`verl_dict` writes ``0.0``
-and flags the sample with ``status="sandbox_error"`` / ``valid=False`` in ``reward_extra_info``. With
-``sandbox_error: zero`` it scores 0 in both engines (still flagged).
+(``GRPOTrainer._generate_and_score_completions``, TRL 1.16). verl needs a float: :func:`verl_dict` writes ``0.0``
+and flags the sample with ``status="sandbox_error"`` / ``valid=False`` in ``reward_extra_info``; the launcher's runs
+pass ``mask_excluded`` to :func:`rlvr.reward.verl.compute_score`, which then scores it NaN, and train with the
+``rlvr_grpo`` estimator (:mod:`rlvr.train.verl.advantage`), which does what TRL does. With ``sandbox_error: zero``
+it scores 0 in both engines (still flagged).
 
 Why a submission cannot reach that treatment (an escape from a negative reward if it could): ``sandbox_error`` comes
 only from infrastructure —

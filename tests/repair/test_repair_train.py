@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from test_repair_env import BAD, GOOD, FakeJudge, Scripted, _problem
 
 from rlvr.data.prompts import build_messages
@@ -145,8 +146,12 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
                        train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8))
     problems = generate(templates=["add"], n_tests=3)
     runner = FakeRunner(STEPS)
+    seen = []  # the judge preflight runs before verl does
     m = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
-                        tmp_path / "curves.tsv", runner=runner)
+                        tmp_path / "curves.tsv", runner=runner, check=lambda env, a: seen.append(len(runner.calls)))
+    assert seen == [0]
+    tools = yaml.safe_load(next(Path(m["run_dir"]).glob("tool_config.yaml")).read_text())["tools"]
+    assert all(t["config"]["judge_pool"] == "node" for t in tools)  # the tools judge on the node's shared judge
     argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
     overrides = [a for a in argv if "=" in a]
     assert "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent" in overrides
@@ -156,7 +161,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     assert "actor_rollout_ref.model.path=Qwen/X" in overrides
     composed = _compose(overrides)  # the whole override list composes against the installed verl Hydra config
     assert composed.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 3
-    assert composed.algorithm.adv_estimator == "grpo"
+    assert composed.algorithm.adv_estimator == "rlvr_grpo"
     run = Path(m["run_dir"])
     import pyarrow.parquet as pq
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import pytest
@@ -71,7 +72,8 @@ def test_records_are_assigned_to_the_step_whose_dump_follows_them():
              (25.0, 4.0, "train"),                            # step 2 (dump at 30)
              (31.0, 8.0, "train")]]                           # after the last dump: unfinished step, dropped
     got = judge_log.judge_seconds_per_step(recs, {1: 20.0, 2: 30.0}, exclude_splits={"test"})
-    assert got == {1: {"judge_s": 3.5, "judged": 3}, 2: {"judge_s": 4.0, "judged": 1}}
+    assert got == {1: {"judge_s": 3.5, "judged": 3, "tool_parse_failures": 0},
+                   2: {"judge_s": 4.0, "judged": 1, "tool_parse_failures": 0}}
 
 
 def test_torn_last_line_is_skipped_and_bad_line_named(tmp_path):
@@ -100,6 +102,27 @@ def test_step_rows_fill_judge_seconds_from_the_log(tmp_path):
     rows = vlogs.step_rows([log], run, "dense")
     assert [(r["step"], r["judge_s"], r["judged"]) for r in rows] == [(1, 0.5, 1), (2, 2.5, 2)]
     assert "judged" in vlogs.GRPO_COLUMNS
+
+
+def test_excluded_samples_and_tool_parse_failures_in_the_step_rows(tmp_path):
+    """A step with an excluded sandbox error: verl logs critic/score/mean NaN and dumps the sample's score NaN; the
+    curves take the scored samples' statistics. Tool-call parse failures from the judge log are summed per step."""
+    run = tmp_path / "run"
+    (run / "rollouts").mkdir(parents=True)
+    (run / "judge").mkdir()
+    d = run / "rollouts" / "1.jsonl"
+    d.write_text("".join(json.dumps({"score": s, "uid": f"a_{i}_0"}) + "\n"
+                         for i, s in enumerate([1.0, 0.0, float("nan"), 0.5])))
+    os.utime(d, (100.0, 100.0))
+    (run / "judge" / "h-1.jsonl").write_text("".join(
+        json.dumps({"t": 50.0, "judge_s": 0.1, "split": "train", "tool_parse_failures": k}) + "\n"
+        for k in (0, 2, 0, 1)))
+    log = tmp_path / "attempt-1.jsonl"
+    log.write_text(json.dumps({"step": 1, "data": {"critic/score/mean": float("nan")}}) + "\n")
+    row = vlogs.step_rows([log], run, "dense")[0]
+    assert row["reward_mean"] == pytest.approx(0.5) and row["pass_ratio"] == pytest.approx(0.5)
+    assert row["reward_std"] == pytest.approx(math.sqrt(1 / 6)) and row["accepted_rate"] == pytest.approx(1 / 3)
+    assert row["zero_std_frac"] == 0.0 and row["tool_parse_failures"] == 3 and row["judged"] == 4
 
 
 def test_validation_only_splits_are_left_out_of_the_step(tmp_path):

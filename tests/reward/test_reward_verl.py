@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import shutil
 
 import pytest
@@ -14,7 +15,8 @@ from rlvr.data.schema import ground_truth
 from rlvr.reward import verl as rverl
 from rlvr.reward.scorer import set_default_judge
 
-KEYS = {"score", "acc", "pass_ratio", "status", "n_tests", "judge_s", "has_code", "timed_out", "valid"}
+KEYS = {"score", "acc", "pass_ratio", "status", "n_tests", "judge_s", "has_code", "timed_out", "valid", "tool_reward",
+        "tool_parse_failures"}
 GT = ground_truth(STDIO_SUM)
 
 
@@ -38,6 +40,22 @@ def test_compute_score_contract(fake_judge):
     assert r["score"] == -0.25 and r["has_code"] is False and set(r) == KEYS
     r = rverl.compute_score("stdio200", fenced("#SANDBOX"), GT)
     assert r["score"] == 0.0 and r["valid"] is False and r["status"] == "sandbox_error"
+
+
+def test_compute_score_scores_an_excluded_sandbox_error_nan_only_when_asked(fake_judge):
+    """``mask_excluded`` (set with the rlvr_grpo estimator, tests/train/test_verl_advantage.py): NaN = no reward."""
+    gt = GT
+    r = rverl.compute_score("s", fenced("#SANDBOX"), gt, reward_mode="sparse", mask_excluded=True,
+                            reward_shaping={"sandbox_error": "exclude"})
+    assert math.isnan(r["score"]) and r["valid"] is False and r["status"] == "sandbox_error"
+    r = rverl.compute_score("s", fenced("#SANDBOX"), gt, reward_mode="sparse",
+                            reward_shaping={"sandbox_error": "exclude"})
+    assert r["score"] == 0.0  # without the estimator's flag: the old float
+    r = rverl.compute_score("s", fenced("#SANDBOX"), gt, reward_mode="sparse", mask_excluded=True,
+                            reward_shaping={"sandbox_error": "zero"})
+    assert r["score"] == 0.0  # `zero` policy: trained on as 0, never NaN
+    r = rverl.compute_score("s", fenced("print(6)"), gt, reward_mode="sparse", mask_excluded=True)
+    assert r["score"] == 1.0
 
 
 def test_compute_score_async_matches_sync(fake_judge):
@@ -208,3 +226,63 @@ def test_rate_limited_call_interface(fake_judge):
     out = rm(data, return_dict=True)
     assert out["reward_tensor"][0, lens[0] - 1] == 1.0 and out["reward_tensor"][1].sum() == 0.0
     assert list(out["reward_extra_info"]["status"]) == ["accepted", "wrong_answer"]
+
+
+@pytest.mark.parametrize("manager", ["naive", "rate_limited"])
+def test_rlvr_managers_give_the_reward_the_response_length(fake_judge, manager):
+    """verl's managers decode ``attention_mask``-many response tokens but pass only the text; rlvr's subclasses
+    (``source: importlib``) add that count as ``extra_info.response_length``, so the shaped overlong term applies."""
+    pytest.importorskip("verl")
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
+
+    tok = _tokenizer()
+    long = fenced("print(6)" + " " * 40)
+    data, lens = _batch(tok, [fenced("print(6)"), long], GT, resp_len=96)
+    shaping = {"length_penalty": 1.0, "max_length_tokens": lens[0] + 2, "length_buffer_tokens": 2}
+
+    def scores(cfg):
+        cfg.reward.custom_reward_function.reward_kwargs = {"reward_mode": "shaped", "reward_shaping": shaping}
+        rm = load_reward_manager(cfg, tok)
+
+        async def run_all():
+            return await asyncio.gather(*(rm.run_single(data[i : i + 1]) for i in range(len(data))))
+
+        return [o["reward_score"] for o in rm.loop.run_until_complete(run_all())]
+
+    assert scores(_config(manager, "compute_score_async", False)) == [1.0, 1.0]  # verl's own: no length, no term
+    cfg = _config(manager, "compute_score_async", False)
+    cfg.reward.reward_manager.source = "importlib"
+    cfg.reward.reward_manager.module.path = REWARD_MANAGER_MODULE
+    cfg.reward.reward_manager.name = REWARD_MANAGERS[manager]
+    assert lens[1] > shaping["max_length_tokens"]
+    assert scores(cfg) == [1.0, 0.0]  # the long answer pays the whole overlong term
+    assert "response_length" not in data.non_tensor_batch["extra_info"][1]  # a copy: the shared row is untouched
+
+
+def test_rate_limited_timeout_becomes_an_excluded_sandbox_error():
+    """verl's rate_limited manager scores a timed-out reward call 0.0 with other keys than the rest of the batch
+    (verl then fails building the key arrays); rlvr's subclass makes it a sandbox_error with the same keys, NaN under
+    mask_excluded (left out by rlvr_grpo)."""
+    pytest.importorskip("verl")
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
+
+    prev = set_default_judge(FakeJudge(sleep_s=1.5))
+    try:
+        tok = _tokenizer()
+        cfg = _config("rate_limited", "compute_score_async", False)
+        cfg.reward.timeout = 0.3
+        cfg.reward.reward_manager.source = "importlib"
+        cfg.reward.reward_manager.module.path = REWARD_MANAGER_MODULE
+        cfg.reward.reward_manager.name = REWARD_MANAGERS["rate_limited"]
+        cfg.reward.custom_reward_function.reward_kwargs = {"reward_mode": "sparse", "mask_excluded": True}
+        rm = load_reward_manager(cfg, tok)
+        data, _ = _batch(tok, [fenced("print(6)")], GT)
+        out = rm.loop.run_until_complete(rm.run_single(data[0:1]))
+        assert math.isnan(out["reward_score"]) and set(out["reward_extra_info"]) == KEYS
+        assert out["reward_extra_info"]["status"] == "sandbox_error" and out["reward_extra_info"]["valid"] is False
+    finally:
+        set_default_judge(prev)

@@ -62,7 +62,7 @@ def test_grpo_stage_verl_writes_overrides(env, monkeypatch):
     res = CliRunner().invoke(mod.main, ["--seed", "1", "--problems-dir", "problems", "--model", "Qwen/X"])
     assert res.exit_code == 0, res.output
     ov = (env / "models/grpo/seed-1/verl_overrides.txt").read_text()
-    assert "algorithm.adv_estimator=grpo" in ov and "actor_rollout_ref.model.path=Qwen/X" in ov
+    assert "algorithm.adv_estimator=rlvr_grpo" in ov and "actor_rollout_ref.model.path=Qwen/X" in ov
     assert "data.train_batch_size=16" in ov
     assert any("verl.trainer.main_ppo" in a for a, _ in runner.calls)
     m = read_metrics(env / "metrics/grpo/seed-1.json")

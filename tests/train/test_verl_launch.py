@@ -91,6 +91,7 @@ def test_launch_passes_argv_env_and_check():
 
 
 def _run_grpo(tmp_path, fake, **kw):
+    kw.setdefault("check", lambda env, address: None)
     return run_grpo_verl(
         GRPOParams(seed=1, beta=0.01), VerlParams(profile=str(PROFILE)), model_path="models/sft",
         train_files=tmp_path / "train.parquet", val_files=tmp_path / "val.parquet", reward_mode="sparse",
@@ -99,12 +100,19 @@ def _run_grpo(tmp_path, fake, **kw):
     )
 
 
-def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path):
+def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path, monkeypatch):
     fake = FakeRunner(STEPS, DUMPS)
-    m = _run_grpo(tmp_path, fake, ray_address="10.0.0.1:6379")
+    checked = []
+    monkeypatch.setenv("RLVR_SANDBOX_URL", "http://judge:8080")
+    m = _run_grpo(tmp_path, fake, ray_address="10.0.0.1:6379",
+                  check=lambda env, address: checked.append((dict(env), address, len(fake.calls))))
+    assert checked and checked[0][1] == "10.0.0.1:6379" and checked[0][2] == 0  # the preflight ran before verl
+    assert checked[0][0]["RLVR_SANDBOX_URL"] == "http://judge:8080"
     (argv, env), (margv, _) = fake.calls
+    assert any(a.startswith("+ray_kwargs.ray_init.runtime_env.env_vars={") and "RLVR_SANDBOX_URL:'http://judge:8080'"
+               in a for a in argv)
     assert argv[:3] == ["py", "-m", "verl.trainer.main_ppo"]
-    assert "algorithm.adv_estimator=grpo" in argv and "actor_rollout_ref.rollout.n=8" in argv
+    assert "algorithm.adv_estimator=rlvr_grpo" in argv and "actor_rollout_ref.rollout.n=8" in argv
     assert "reward.custom_reward_function.path=pkg://rlvr.reward.verl" in argv
     assert env["RAY_ADDRESS"] == "10.0.0.1:6379" and env["WANDB_MODE"]
     assert env["VERL_FILE_LOGGER_PATH"].endswith("run/logs/attempt-1.jsonl")

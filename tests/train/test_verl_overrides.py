@@ -59,7 +59,7 @@ def test_grpo_overrides_compose_and_validate(tmp_path):
                judge_log_dir=tmp_path / "judge")
     cfg = compose("ppo_trainer", ov)
     a = cfg.actor_rollout_ref
-    assert cfg.algorithm.adv_estimator == "grpo"
+    assert cfg.algorithm.adv_estimator == "rlvr_grpo"  # verl's GRPO with unscored samples left out
     assert cfg.algorithm.norm_adv_by_std_in_grpo is True and cfg.algorithm.use_kl_in_reward is False
     assert cfg.data.train_files == str(tmp_path / "train.parquet")
     assert cfg.data.train_batch_size == 128 and cfg.data.max_response_length == 2048
@@ -77,7 +77,14 @@ def test_grpo_overrides_compose_and_validate(tmp_path):
     assert rf.reward_kwargs.reward_mode == "sparse"
     assert rf.reward_kwargs.reward_shaping.sandbox_error == "exclude"
     assert rf.reward_kwargs.judge_log == str(tmp_path / "judge")
-    assert cfg.reward.reward_manager.name == "naive"
+    assert rf.reward_kwargs.mask_excluded is True
+    rm = cfg.reward.reward_manager  # verl's naive manager + the response length (rlvr.reward.verl_manager)
+    assert (rm.source, rm.module.path, rm.name) == ("importlib", "pkg://rlvr.reward.verl_manager",
+                                                   "RLVRNaiveRewardManager")
+    from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
+    from verl.trainer.ppo.reward import resolve_reward_manager_cls
+
+    assert issubclass(resolve_reward_manager_cls(cfg), NaiveRewardManager)
     assert cfg.custom_reward_function.path is None  # the legacy top-level key stays unused
     assert list(cfg.trainer.logger) == ["console", "file"]
     assert cfg.trainer.n_gpus_per_node == 8 and cfg.trainer.nnodes == 1
@@ -99,7 +106,9 @@ def test_verl_loads_our_reward_function_from_composed_config(tmp_path):
 
     cfg = compose("ppo_trainer", _grpo(tmp_path))
     fn = get_custom_reward_fn(cfg)
-    assert fn.func.__name__ == "_call_with_kwargs_async" and fn.args == (compute_score_async, {"reward_mode": "sparse"})
+    assert fn.func.__name__ == "_call_with_kwargs_async"
+    assert fn.args == (compute_score_async, {"reward_mode": "sparse", "mask_excluded": True, "judge_pool": "node",
+                                             "judge_pool_workers": 0})
     cfg = compose("ppo_trainer", _grpo(tmp_path, verl=VerlParams(reward_function="compute_score")))
     assert get_custom_reward_fn(cfg).args[0] is compute_score
 
@@ -115,7 +124,7 @@ def test_grpo_dr_grpo_static_batches_and_rate_limited(tmp_path):
     a = cfg.actor_rollout_ref
     assert a.actor.loss_agg_mode == "seq-mean-token-sum-norm" and cfg.algorithm.norm_adv_by_std_in_grpo is False
     assert a.actor.use_kl_loss is False and a.actor.clip_ratio_high == a.actor.clip_ratio_low == 0.2
-    assert cfg.reward.reward_manager.name == "rate_limited" and cfg.reward.max_concurrent == 32
+    assert cfg.reward.reward_manager.name == "RLVRRateLimitedRewardManager" and cfg.reward.max_concurrent == 32
     assert cfg.trainer.total_training_steps == 5 and list(cfg.trainer.logger) == ["console", "file", "wandb"]
     assert cfg.trainer.val_before_train is False  # profile extras come last and win
     from verl.trainer.ppo.utils import need_critic, need_reference_policy

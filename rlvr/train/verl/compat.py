@@ -56,8 +56,11 @@ def patch_verl() -> bool:
 
 
 def worker_setup() -> None:
-    """Ray ``worker_process_setup_hook`` (:data:`RAY_HOOK_OVERRIDE`): :func:`patch_verl` in each Ray worker process."""
+    """Ray ``worker_process_setup_hook`` (:data:`RAY_HOOK_OVERRIDE`): :func:`patch_verl` in each Ray worker process,
+    and register rlvr's advantage estimator ``rlvr_grpo`` (:mod:`rlvr.train.verl.advantage`) with verl, so the
+    ``TaskRunner`` that computes advantages finds it."""
     patch_verl()
+    importlib.import_module("rlvr.train.verl.advantage")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

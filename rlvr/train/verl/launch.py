@@ -8,6 +8,10 @@ cluster named by ``RAY_ADDRESS`` (Ray's own variable) and otherwise starts a loc
 * existing cluster: ``ray_address="<host>:6379"`` (or ``RAY_ADDRESS`` in the environment); every node needs the same
   venv with rlvr installed, since the reward function is imported as ``pkg://rlvr.reward.verl`` in Ray workers.
 
+Either way the driver's where/how settings (:func:`propagated_env`) reach every worker through the job's Ray
+``runtime_env`` (a cluster started elsewhere has its own environment), and :mod:`rlvr.train.verl.preflight` checks
+the judge before verl starts.
+
 Every attempt logs to its own file (``<run_dir>/logs/attempt-<k>.jsonl`` through ``VERL_FILE_LOGGER_PATH``; verl's
 file logger truncates on open) and :mod:`rlvr.train.verl.logs` merges them, so a resumed run keeps earlier curves.
 Checkpoints live in ``<run_dir>/checkpoints`` (outside DVC outputs); verl resumes from them (``resume_mode=auto``).
@@ -37,8 +41,22 @@ from rlvr.train.verl.overrides import (
     sft_overrides,
     write_overrides,
 )
+from rlvr.train.verl.preflight import cluster_preflight, judge_preflight, preflight
 
-__all__ = ["Runner", "launch", "log_attention", "next_attempt_log", "ray_env", "run_grpo_verl", "run_sft_verl"]
+__all__ = [
+    "PROPAGATED_PREFIXES",
+    "Runner",
+    "cluster_preflight",
+    "judge_preflight",
+    "launch",
+    "log_attention",
+    "next_attempt_log",
+    "preflight",
+    "propagated_env",
+    "ray_env",
+    "run_grpo_verl",
+    "run_sft_verl",
+]
 
 Runner = Callable[..., Any]
 
@@ -85,6 +103,32 @@ def ray_env(ray_address: str | None = None, n_gpus: int = 1) -> dict[str, str]:
     return env
 
 
+PROPAGATED_PREFIXES: tuple[str, ...] = ("RLVR_", "WANDB_", "HF_")
+"""Environment variables (by prefix) that :func:`propagated_env` hands to every Ray worker: rlvr's where/how settings
+(``RLVR_SANDBOX_URL``, ``RLVR_CACHE_DIR``…), W&B's (``WANDB_MODE``, ``WANDB_PROJECT``…) and the Hub's
+(``HF_HOME``, ``HF_HUB_OFFLINE``…)."""
+_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+def propagated_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The driver's settings every Ray worker must see: the variables of ``environ`` (default ``os.environ``) with a
+    :data:`PROPAGATED_PREFIXES` prefix, plus ``WANDB_MODE`` as :func:`ray_env` sets it.
+
+    Secrets (a name containing ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD`` or ``CREDENTIAL``, e.g.
+    ``WANDB_API_KEY``, ``HF_TOKEN``) are left out: the overrides are written next to the model
+    (``verl_overrides.txt``); give them to the cluster's nodes yourself (``wandb login``, the environment of
+    ``ray start``). A relative ``RLVR_CACHE_DIR`` is made absolute (Ray workers do not run in the driver's working
+    directory). A value holding ``${`` is left out (verl's config would interpolate it)."""
+    src = os.environ if environ is None else environ
+    env = {k: v for k, v in src.items()
+           if k.startswith(PROPAGATED_PREFIXES) and not any(m in k.upper() for m in _SECRET_MARKERS)
+           and "${" not in v}  # OmegaConf would take it for an interpolation (ray_env_override refuses it)
+    env.setdefault("WANDB_MODE", "offline")
+    if env.get("RLVR_CACHE_DIR"):
+        env["RLVR_CACHE_DIR"] = str(Path(env["RLVR_CACHE_DIR"]).absolute())
+    return env
+
+
 def next_attempt_log(run_dir: str | Path) -> tuple[Path, list[Path]]:
     """``(new log path, earlier attempts' logs in order)`` under ``<run_dir>/logs/attempt-<k>.jsonl``."""
     d = Path(run_dir) / "logs"
@@ -112,10 +156,16 @@ def run_grpo_verl(
     start_head: bool = False,
     python: str = sys.executable,
     runner: Runner = subprocess.run,
+    check: Callable[..., Any] | None = preflight,
 ) -> dict[str, Any]:
     """GRPO on verl end to end; returns the metrics dict for ``metrics/grpo*.json``.
 
-    Writes ``<run_dir>/verl_overrides.txt`` and ``verl_command.sh`` before launching, runs
+    First ``check(env, ray_address)`` (default :func:`rlvr.train.verl.preflight.preflight`: the judge accepts a
+    correct program here and, on an existing cluster, on every node; ``None`` skips it), so a stage whose workers
+    cannot reach the judge fails before training. The driver's settings (:func:`propagated_env`: ``RLVR_*``,
+    ``WANDB_*``, ``HF_*``) reach every Ray worker through the job's ``runtime_env`` (the ``ray_env`` of
+    :func:`rlvr.train.verl.overrides.grpo_overrides`). Writes ``<run_dir>/verl_overrides.txt`` and
+    ``verl_command.sh`` before launching, runs
     ``python -m verl.trainer.main_ppo <overrides>``, converts the logs to ``curves_path`` (:data:`logs.GRPO_COLUMNS`),
     merges the last checkpoint's actor into ``out_model_dir`` (atomically, with the overrides and command files
     beside the weights). ``model_path`` is the policy to start from (the sft/dpo output, or ``verl.model``).
@@ -133,13 +183,15 @@ def run_grpo_verl(
         grpo, verl, profile, train_files=Path(train_files).resolve(), val_files=Path(val_files).resolve(),
         model_path=model_path, reward_mode=reward_mode, ckpt_dir=ckpt_dir.resolve(),
         experiment_name=experiment_name, rollout_data_dir=rollouts.resolve(), reward_shaping=reward_shaping,
-        judge_log_dir=(run / "judge").resolve(),
+        judge_log_dir=(run / "judge").resolve(), ray_env=propagated_env(),
     )
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
     log_attention(profile)
     env = {**ray_env(ray_address, profile.n_gpus_per_node * profile.nnodes),
            "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
+    if check is not None:
+        check(propagated_env(), ray_address)
     if start_head and not ray_address:
         runner(["ray", "start", "--head", "--disable-usage-stats"], env={**os.environ, **env}, check=True)
         env["RAY_ADDRESS"] = "auto"

@@ -15,7 +15,8 @@ Sources (verl 0.9.1):
 GRPO columns (:data:`GRPO_COLUMNS`) and where each comes from:
 
 =================  ========================================================================================
-reward_mean        ``critic/score/mean`` (sequence score = the reward function's ``score``)
+reward_mean        ``critic/score/mean`` (sequence score = the reward function's ``score``); in a step with an
+                   excluded sandbox error (NaN score, so verl logs NaN) the dump's mean over the scored samples
 reward_std         std of the dumped scores of the step (population std)
 accepted_rate      dump: fraction of samples with score ≥ 1 (``sparse``/``dense`` only: there score 1 ⇔ all
                    tests passed; empty for ``shaped``, whose length term can lower an accepted score)
@@ -33,6 +34,9 @@ judge_s            judge seconds per step: ``timing_s/reward`` when verl logs it
 judged             samples in the judge log for the step (empty without a judge log)
 num_turns          ``num_turns/mean``: messages per episode (prompt + responses + tool responses; 2 = one answer
                    and no tool call; above 2 in repair only when the policy called a tool)
+tool_parse_failures  tool calls of the step's episodes that verl's parser could not read (judge log's
+                   ``tool_parse_failures``, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`; empty without a
+                   judge log)
 =================  ========================================================================================
 
 SFT columns (:data:`SFT_COLUMNS`): ``loss`` ← ``train/loss``, ``grad_norm`` ← ``train/grad_norm``,
@@ -88,6 +92,7 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "judge_s",
     "judged",
     "num_turns",
+    "tool_parse_failures",
 )
 SFT_KEYS: dict[str, str] = {
     "loss": "train/loss",
@@ -144,10 +149,13 @@ def _std(xs: Sequence[float]) -> float:
 
 
 def _dump_stats(recs: Sequence[Mapping[str, Any]], reward_mode: str) -> dict[str, float]:
+    """Per-step statistics of the dumped scores; NaN scores (excluded sandbox errors, :mod:`rlvr.train.verl.advantage`)
+    are left out of every statistic, and ``_scored_mean`` is the mean of the others."""
+    recs = [r for r in recs if math.isfinite(float(r["score"]))]
     scores = [float(r["score"]) for r in recs]
     if not scores:
         return {}
-    out = {"reward_std": _std(scores)}
+    out = {"reward_std": _std(scores), "_scored_mean": sum(scores) / len(scores)}
     groups: dict[str, dict[str, float]] = defaultdict(dict)
     for r, s in zip(recs, scores, strict=True):
         uid = str(r.get("uid", ""))
@@ -182,10 +190,18 @@ def grpo_rows(
             row[col] = data.get(key)
         if reward_mode == "dense":
             row["pass_ratio"] = data.get(GRPO_KEYS["reward_mean"])
-        row.update(_dump_stats((dumps or {}).get(step, []), reward_mode))
+        stats = _dump_stats((dumps or {}).get(step, []), reward_mode)
+        scored_mean = stats.pop("_scored_mean", None)
+        if isinstance(row["reward_mean"], float) and math.isnan(row["reward_mean"]):
+            # verl's critic/score/mean is NaN when an excluded sample (NaN score) is in the step: the scored mean
+            row["reward_mean"] = scored_mean
+            if reward_mode == "dense":
+                row["pass_ratio"] = scored_mean
+        row.update(stats)
         logged = (judge or {}).get(step)
         if logged:
             row["judged"] = int(logged["judged"])
+            row["tool_parse_failures"] = int(logged.get("tool_parse_failures", 0))
             if row["judge_s"] is None:
                 row["judge_s"] = round(float(logged["judge_s"]), 4)
         rows.append(row)

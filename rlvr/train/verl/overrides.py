@@ -25,6 +25,7 @@ the installed verl. Notable 0.9.1 facts:
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,10 +33,12 @@ from typing import Any
 
 from rlvr.config import ConfigError
 from rlvr.io import atomic_write_text
+from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
 from rlvr.train.verl.compat import RAY_HOOK_OVERRIDE
 from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
 
 __all__ = [
+    "ADV_ESTIMATOR",
     "LOSS_AGG_MODE",
     "REWARD_FUNCTION_PATH",
     "VerlParams",
@@ -46,6 +49,7 @@ __all__ = [
     "load_profile",
     "local_or_id",
     "resolve_attention",
+    "ray_env_override",
     "save_freq_for",
     "scheduler_for",
     "sft_command",
@@ -55,6 +59,8 @@ __all__ = [
 ]
 
 REWARD_FUNCTION_PATH = "pkg://rlvr.reward.verl"
+ADV_ESTIMATOR = "rlvr_grpo"
+"""``algorithm.adv_estimator``: :mod:`rlvr.train.verl.advantage` (verl's GRPO; NaN-scored samples left out)."""
 
 # rlvr/TRL loss_type -> verl actor.loss_agg_mode (verl core_algos.agg_loss):
 #   grpo    per-sequence mean of token means (Shao et al. 2024)               -> seq-mean-token-mean
@@ -178,6 +184,7 @@ def grpo_overrides(
     reward_shaping: Mapping[str, Any] | None = None,
     judge_log_dir: str | Path | None = None,
     section: str = "grpo",
+    ray_env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The Hydra overrides (``key=value`` strings, in order) for ``python -m verl.trainer.main_ppo`` running GRPO.
 
@@ -201,6 +208,8 @@ def grpo_overrides(
         judge_log_dir: absolute folder for the per-sample judge log (``reward_kwargs.judge_log``, see
             :mod:`rlvr.reward.judge_log`), from which the curves' ``judge_s`` column is computed; ``None`` = no log.
         section: the params section ``grpo`` came from (``grpo`` or ``repair.train``), named in errors.
+        ray_env: environment variables every Ray worker gets (:func:`ray_env_override`; the launcher passes
+            :func:`rlvr.train.verl.launch.propagated_env`); ``None`` or empty = none added.
 
     Raises:
         ConfigError: a value verl cannot express (``scale_rewards: batch``, unknown ``loss_type``,
@@ -236,7 +245,7 @@ def grpo_overrides(
     steps = steps_for(verl.total_training_steps, getattr(grpo, "max_steps", None), where)
     attn, rmpad = resolve_attention(profile)
     pairs: list[tuple[str, Any]] = [
-        ("algorithm.adv_estimator", "grpo"),
+        ("algorithm.adv_estimator", ADV_ESTIMATOR),  # verl's GRPO, unscored samples left out
         ("algorithm.norm_adv_by_std_in_grpo", grpo.scale_rewards == "group"),
         ("algorithm.use_kl_in_reward", False),
         ("data.train_files", str(train_files)),
@@ -294,11 +303,19 @@ def grpo_overrides(
         ("reward.custom_reward_function.path", REWARD_FUNCTION_PATH),
         ("reward.custom_reward_function.name", verl.reward_function),
         ("+reward.custom_reward_function.reward_kwargs.reward_mode", reward_mode),
+        # an excluded sandbox error scores NaN, which the rlvr_grpo estimator leaves out (rlvr.train.verl.advantage)
+        ("+reward.custom_reward_function.reward_kwargs.mask_excluded", True),
+        # one judge budget per node, shared by the node's reward workers (rlvr.judge.ray_pool.NodeJudge)
+        ("+reward.custom_reward_function.reward_kwargs.judge_pool", verl.judge_pool),
+        ("+reward.custom_reward_function.reward_kwargs.judge_pool_workers", verl.judge_pool_workers),
         *([("+reward.custom_reward_function.reward_kwargs.reward_shaping", dict(reward_shaping))]
           if reward_shaping is not None else []),
         *([("+reward.custom_reward_function.reward_kwargs.judge_log", str(judge_log_dir))]
           if judge_log_dir is not None else []),
-        ("reward.reward_manager.name", verl.reward_manager),
+        # verl's manager plus the response's token count in extra_info (rlvr.reward.verl_manager)
+        ("reward.reward_manager.source", "importlib"),
+        ("reward.reward_manager.module.path", REWARD_MANAGER_MODULE),
+        ("reward.reward_manager.name", REWARD_MANAGERS[verl.reward_manager]),
     ]
     if verl.reward_manager == "rate_limited":
         pairs += [("+reward.max_concurrent", verl.reward_max_concurrent), ("+reward.timeout", verl.reward_timeout_s)]
@@ -318,8 +335,39 @@ def grpo_overrides(
         ("trainer.max_actor_ckpt_to_keep", verl.max_ckpt_to_keep),
         ("trainer.rollout_data_dir", None if rollout_data_dir is None else str(rollout_data_dir)),
     ]
-    # every Ray worker first fixes verl's TRL check (rlvr.train.verl.compat: verl 0.9.1 + TRL 1.x)
-    return [*_kv(pairs), RAY_HOOK_OVERRIDE, *profile.extra_overrides]
+    # every Ray worker first fixes verl's TRL check (rlvr.train.verl.compat: verl 0.9.1 + TRL 1.x) and gets the
+    # driver's where/how settings (RLVR_*, WANDB_*…) through the job's runtime_env, on a local or an existing cluster
+    return [*_kv(pairs), RAY_HOOK_OVERRIDE, *([ray_env_override(ray_env)] if ray_env else []),
+            *profile.extra_overrides]
+
+
+def _hydra_quoted(v: str) -> str:
+    """``v`` escaped for the inside of a single-quoted Hydra override value (Hydra docs, "Override grammar: quoted
+    values"): a backslash is literal except before a quote or at the end, where it is doubled; a quote is
+    ``\\'``."""
+    v = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", v)
+    return re.sub(r"(\\+)$", lambda m: m.group(1) * 2, v)
+
+
+def ray_env_override(env: Mapping[str, str]) -> str:
+    """One Hydra override putting ``env`` into Ray's job ``runtime_env.env_vars``:
+    ``+ray_kwargs.ray_init.runtime_env.env_vars={K:'v',…}``.
+
+    verl 0.9.1's ``main_ppo.run_ppo`` merges ``ray_kwargs.ray_init.runtime_env`` over its own defaults
+    (``constants_ppo.get_ppo_ray_runtime_env``) and passes the result to ``ray.init``; a ``runtime_env`` given to
+    ``ray.init`` is the job's, applied to every worker and actor of the job on every node (Ray docs, "Runtime
+    environments"), also when ``ray.init`` joins an existing cluster (``RAY_ADDRESS``), whose raylets were started
+    with another environment. Every value is quoted, so Hydra keeps it a string (Ray requires ``str`` values; an
+    unquoted ``8`` or ``true`` would become an int or a bool). Raises ``ValueError`` for a name that is not an
+    environment variable name, or a value holding ``${`` (an interpolation to OmegaConf)."""
+    items = []
+    for k, v in sorted(env.items()):
+        if not k or not (k[0].isalpha() or k[0] == "_") or not all(c.isalnum() or c == "_" for c in k):
+            raise ValueError(f"ray_env: {k!r} is not an environment variable name")
+        if "${" in str(v):  # OmegaConf would resolve it as an interpolation (verl resolves its config)
+            raise ValueError(f"ray_env: the value of {k} holds '${{', which verl's config would interpolate")
+        items.append(f"{k}:'{_hydra_quoted(str(v))}'")
+    return "+ray_kwargs.ray_init.runtime_env.env_vars={" + ",".join(items) + "}"
 
 
 def sft_overrides(

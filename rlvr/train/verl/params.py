@@ -89,6 +89,11 @@ class VerlParams(Section):
         reward_function: ``compute_score_async`` (awaited on the reward loop) or ``compute_score``.
         reward_manager: ``naive`` or ``rate_limited`` (then ``reward_max_concurrent`` requests and
             ``reward_timeout_s`` seconds per call).
+        judge_pool: ``node`` = all reward workers of a node share one judge of ``judge_pool_workers`` sandboxes
+            (:class:`rlvr.judge.ray_pool.NodeJudge`, a Ray actor per node; ignored when ``RLVR_SANDBOX_URL`` names a
+            judge server, which is then the shared pool) or ``process`` = each reward worker its own judge.
+        judge_pool_workers: the node judge's concurrent submissions (0 = ``RLVR_SANDBOX_WORKERS``, else the node's
+            CPU count).
         project_name: tracking project [``trainer.project_name``]; the experiment name is set per run.
         loggers: ``trainer.logger`` backends besides ``console`` and ``file`` (which are always on; ``file`` feeds
             the DVC plots), e.g. ``["wandb"]``.
@@ -112,6 +117,8 @@ class VerlParams(Section):
     reward_manager: Literal["naive", "rate_limited"] = "naive"
     reward_max_concurrent: int = Field(64, gt=0)
     reward_timeout_s: float = Field(600.0, gt=0)
+    judge_pool: Literal["node", "process"] = "node"
+    judge_pool_workers: int = Field(0, ge=0)
     project_name: str = "rlvr"
     loggers: list[str] = Field(default_factory=list)
     sft_train_batch_size: int = Field(64, gt=0)

@@ -1,0 +1,108 @@
+"""``rlvr_grpo`` through verl 0.9.1's own advantage code (the v1 trainer's
+``compute_advantage_for_multi_trajectories``): an excluded sandbox error (NaN score from
+``compute_score(mask_excluded=True)``) is left out of its group's baseline and gets advantage 0; without NaN the
+result is verl's GRPO exactly."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("verl")
+
+import torch
+
+
+def _batch(scores: list[float], groups: list[str], resp_len: int = 5):
+    """A batch as the v1 trainer's ``_compute_advantage`` builds it: ``rm_scores`` with the score on each response's
+    last token, ``response_mask``, ``uid``; keys ``{uid}_{session}_{output index}`` (``AgentLoopWorkerTQ``)."""
+    from verl import DataProto
+
+    n = len(scores)
+    lens = [3 + i % 3 for i in range(n)]
+    mask = torch.zeros(n, resp_len, dtype=torch.long)
+    rm = torch.zeros(n, resp_len)
+    for i, (s, k) in enumerate(zip(scores, lens, strict=True)):
+        mask[i, :k] = 1
+        rm[i, k - 1] = s
+    data = DataProto.from_dict(tensors={"rm_scores": rm, "token_level_scores": rm, "token_level_rewards": rm,
+                                        "response_mask": mask},
+                               non_tensors={"uid": np.array(groups, dtype=object)})
+    keys = [f"{g}_{i}_0" for i, g in enumerate(groups)]  # one session per sample, one output each
+    return data, keys
+
+
+def _v1_utils():
+    """``verl/trainer/ppo/v1/utils.py`` loaded from its file: the ``verl.trainer.ppo.v1`` package imports
+    TransferQueue (GPU-side, not installed here) in its ``__init__``; ``utils`` needs only a constant of
+    ``replay_buffer`` (stubbed with verl's value) besides verl's core code."""
+    import importlib.util
+    import sys
+    import types
+    from pathlib import Path
+
+    import verl
+
+    name = "verl.trainer.ppo.v1.replay_buffer"
+    stub = sys.modules.setdefault(name, types.ModuleType(name))
+    if not hasattr(stub, "DAPO_FILTERED_REWARD_COUNTS_KEY"):
+        stub.DAPO_FILTERED_REWARD_COUNTS_KEY = "_dapo_filtered_reward_counts"
+    path = Path(verl.__file__).parent / "trainer" / "ppo" / "v1" / "utils.py"
+    spec = importlib.util.spec_from_file_location("_verl_v1_utils", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _advantages(estimator: str, scores, groups, norm=True):
+    from verl.trainer.config.algorithm import AlgoConfig
+
+    import rlvr.train.verl.advantage  # noqa: F401  (registers rlvr_grpo, as the Ray setup hook does)
+
+    compute_advantage_for_multi_trajectories = _v1_utils().compute_advantage_for_multi_trajectories
+
+    data, keys = _batch(scores, groups)
+    out = compute_advantage_for_multi_trajectories(
+        data, batch_keys=keys, adv_estimator=estimator, num_repeat=4, norm_adv_by_std_in_grpo=norm,
+        config=AlgoConfig(adv_estimator=estimator, norm_adv_by_std_in_grpo=norm))
+    adv = out.batch["advantages"]
+    mask = out.batch["response_mask"].bool()
+    assert estimator == "grpo" or torch.all(adv[~mask] == 0)
+    return [float(adv[i][mask[i]][0]) for i in range(len(scores))], out
+
+
+def test_without_nan_it_is_verls_grpo():
+    scores, groups = [1.0, 0.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.25], ["a"] * 4 + ["b"] * 4
+    for norm in (True, False):
+        ours, _ = _advantages("rlvr_grpo", scores, groups, norm)
+        theirs, _ = _advantages("grpo", scores, groups, norm)
+        assert ours == pytest.approx(theirs)
+
+
+def test_unscored_samples_are_left_out_of_the_group():
+    nan = math.nan
+    scores = [1.0, 0.0, 0.0, nan, nan, nan, 1.0, nan, 0.5, 0.5, 0.0, 1.0]
+    groups = ["a"] * 4 + ["b"] * 4 + ["c"] * 4
+    ours, _ = _advantages("rlvr_grpo", scores, groups)
+    assert all(math.isfinite(a) for a in ours)
+    assert ours[3] == 0.0  # the sandbox error: no gradient
+    valid = torch.tensor([1.0, 0.0, 0.0])
+    want = ((valid - valid.mean()) / (valid.std() + 1e-6)).tolist()
+    assert ours[:3] == pytest.approx(want)  # baseline over the three scored samples only
+    assert ours[4:8] == [0.0] * 4  # one scored sample of four: no baseline, no signal
+    assert ours[8:] == pytest.approx(_advantages("grpo", scores[8:], groups[8:])[0])  # untouched group
+    # verl's own GRPO on the same batch: NaN spreads to the whole group (what the estimator exists to prevent)
+    theirs, _ = _advantages("grpo", scores, groups)
+    assert all(math.isnan(a) for a in theirs[:8])
+
+
+def test_worker_setup_registers_the_estimator(monkeypatch):
+    from verl.trainer.ppo.core_algos import get_adv_estimator_fn
+
+    from rlvr.train.verl import compat
+
+    monkeypatch.setattr(compat, "patch_verl", lambda: False)  # leave verl unpatched for the other tests
+    compat.worker_setup()
+    assert get_adv_estimator_fn("rlvr_grpo").__module__ == "rlvr.train.verl.advantage"
