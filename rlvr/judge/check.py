@@ -28,10 +28,10 @@ class JudgeCheckParams(Section):
 
     @field_validator("must_pass")
     @classmethod
-    def _one_spelling(cls, v: list[str]) -> list[str]:  # "humanevalplus:v0.1.10" = "humanevalplus-v0.1.10"
-        from rlvr.data.bundled import canonical_name
-
-        return [canonical_name(n) for n in v]
+    def _one_spelling(cls, v: list[str]) -> list[str]:
+        """``humanevalplus:v0.1.10`` = ``humanevalplus-v0.1.10`` (the judge stays free of rlvr.data: the same rule as
+        :func:`rlvr.data.bundled.canonical_name` for an explicit version; default versions are filled by the stage)."""
+        return [n.replace(":", "-", 1) for n in v]
 
 
 class JudgeLike(Protocol):

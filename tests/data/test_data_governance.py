@@ -116,7 +116,7 @@ def test_evalplus_release_is_a_governance_hyperparameter():
         by_id = {p.meta["task_id"]: p for p in load_configured(cfg)["humanevalplus-v0.1.10"]}
         oracle[release] = by_id["HumanEval/32"].meta["evalplus_oracle"]
     assert oracle == {"0.3.1": "poly_root_0.3.1", None: "poly_root"}
-    with pytest.raises(ValueError, match=r"evalplus_release='0.2.0': known releases \['0.3.1'\]"):
+    with pytest.raises(ValueError, match=r"evalplus_release='0.2.0': known releases \['0.3.1', 'pre-set-eq'\]"):
         GovernanceParams.model_validate({**overridden, "evalplus_release": "0.2.0"})
 
 

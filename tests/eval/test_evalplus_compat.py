@@ -77,6 +77,13 @@ class GroupJudge:
         return out
 
 
+@pytest.fixture(autouse=True)
+def _no_preflight(monkeypatch):
+    """The stand-in judges here grade by group, not programs: skip rlvr judge's start-up check (tested on its own in
+    tests/judge/test_preflight.py)."""
+    monkeypatch.setattr("rlvr.judge.preflight.preflight", lambda judge, *a, **k: None)
+
+
 def _he_plus(tmp_path: Path) -> Path:
     d = tmp_path / "problems"
     tests = [CallTest(args="[1, 2]", expected="3", group="base"), CallTest(args="[5, -5]", expected="0", group="plus"),

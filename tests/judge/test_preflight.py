@@ -137,7 +137,7 @@ def _problems(tmp: Path) -> Path:
 
 def _assert_one_line(r: subprocess.CompletedProcess, url: str) -> None:
     assert r.returncode != 0
-    progress = ("judging ", "computing ")  # rlvr judge's progress lines; a stage's INFO log lines
+    progress = ("judging ", "computing ", "dataset ")  # rlvr judge progress and dataset notes; stage INFO lines
     lines = [ln for ln in r.stderr.splitlines()
              if ln.strip() and not ln.startswith(progress) and " INFO " not in ln and " rlvr." not in ln[:40]]
     assert len(lines) == 1, r.stderr
@@ -198,5 +198,7 @@ def test_a_stage_whose_verdicts_are_sandbox_errors_fails_without_metrics(tmp_pat
     (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 1.0}\n")
     res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check.json"])
     assert res.exit_code == 0, res.output  # a ceiling of 1.0 lets it through: the verdicts are then the metrics
-    assert json.loads((tmp_path / "metrics" / "judge_check.json").read_text())["humaneval"]["verdicts"] == {
+    from rlvr.io import read_metrics
+
+    assert read_metrics(tmp_path / "metrics" / "judge_check.json")["humaneval"]["verdicts"] == {
         "sandbox_error": 1}
