@@ -213,8 +213,8 @@ def test_collector_runs_full_collections_when_idle_or_overdue() -> None:
     from rlvr.judge.api.admission import Collector
     from rlvr.judge.api.app import create_app
 
-    c = Collector(idle_s=1.0, max_s=300.0)
-    c.last -= 2.0
+    c = Collector(idle_s=60.0, max_s=300.0)  # idle_s well above a full collection's own time in a big test process
+    c.last -= 61.0
     assert c.due(running=0) and not c.due(running=3)  # idle: yes; busy, not overdue: no
     c.last -= 300.0
     assert c.due(running=3)  # overdue even under load
