@@ -108,7 +108,10 @@ class EvalResult(BaseModel):
     message: str = ""
 
 
-_FENCE = re.compile(r"^(?P<f>`{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<body>.*?)(?:^(?P=f)[ \t]*$|\Z)", re.M | re.S)
+# Possessive quantifiers: the opening line never backtracks (linear on an opening line without a newline, e.g. a
+# million backticks), same matches as the greedy form (:data:`rlvr.generate.extract._FENCE` has the reasoning).
+_FENCE = re.compile(r"^(?P<f>`{3,}+)[ \t]*+(?P<lang>[\w+#.-]*+)[^\n]*+\n(?P<body>.*?)(?:^(?P=f)[ \t]*+$|\Z)",
+                    re.M | re.S)
 _LANG_TAGS = {
     "python": {"python", "py", "python3", "py3"},
     "cpp": {"cpp", "c++", "cc", "cxx"},
@@ -122,7 +125,7 @@ _LANG_TAGS = {
 def extract_fenced(completion: str, language: str) -> str:
     """The code ScaleBox evaluates for ``completion``: the last fenced Markdown block tagged with ``language`` (or an
     alias) or untagged; the whole completion when it has no such block (ScaleBox's ``default_extract_helper`` rule,
-    simplified: no heuristic extraction)."""
+    simplified: no heuristic extraction). Linear time in ``completion``, extra memory at most the blocks' text."""
     key = language.lower()
     tags = next((t for t in _LANG_TAGS.values() if key in t), {key}) | {""}
     blocks = [m.group("body") for m in _FENCE.finditer(completion) if m.group("lang").lower() in tags]
