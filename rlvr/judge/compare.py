@@ -37,7 +37,7 @@ _TOKEN = re.compile(r"\S+")
 #: Lines at most this long are split with ``str.split`` (fast); longer ones are walked token by token, so the memory a
 #: line costs stays bounded whatever the program printed (a 16 MB line of two-character tokens would be a list of
 #: 5 million strings, ~20x its size).
-_SPLIT_MAX = 1 << 16
+_SPLIT_MAX = 1 << 12
 
 
 def _normal(text: str) -> str:
@@ -117,7 +117,7 @@ def compare_stdout(expected: str, actual: str, float_tolerance: float | None = N
 
     Cost (``actual`` is the program's): O(len(expected) + len(actual)) time, lines compared one at a time and only
     while they agree (different line counts are found by ``str.count`` before any line is split); extra memory at
-    most ~3x the texts (the normalised copies) plus O(64 KiB) per line. docs/judge/threat-model.md lists the bound."""
+    most ~3x the texts (the normalised copies) plus ~80 KB for one line. docs/judge/threat-model.md lists the bound."""
     if expected == actual:  # the common case of a correct program: the same tokens whatever the rules
         return True
     exp, act = _normal(expected), _normal(actual)
