@@ -206,7 +206,7 @@ def test_scored_value_costs_no_more_than_the_expected_one(family):
 
 @pytest.mark.parametrize("family", list(_completion_families()))
 def test_code_extraction_is_linear(family):
-    _check(lambda n: _extract_call(family, n), multiple=4, sizes=SIZES)
+    _check(lambda n: _extract_call(family, n), multiple=6, sizes=SIZES)
 
 
 @pytest.mark.parametrize("family", ["tiny_lines", "reports", "near_marks"])
@@ -233,7 +233,7 @@ def test_literal_parser_doubling_to_1_mib(family):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", list(_completion_families()))
 def test_code_extraction_doubling_to_1_mib(family):
-    _check(lambda n: _extract_call(family, n), multiple=4, sizes=DOUBLING)
+    _check(lambda n: _extract_call(family, n), multiple=6, sizes=DOUBLING)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", list(_stdout_families()))
@@ -257,4 +257,4 @@ def test_literal_parser_is_linear_at_4_mib(family):
 @pytest.mark.slow
 @pytest.mark.parametrize("family", list(_completion_families()))
 def test_code_extraction_is_linear_up_to_the_body_cap(family):
-    _check(lambda n: _extract_call(family, n), multiple=4, sizes=[64 * KB, MAX_BODY])
+    _check(lambda n: _extract_call(family, n), multiple=6, sizes=[64 * KB, MAX_BODY])
