@@ -11,7 +11,8 @@ output") and each adversarial family of inputs, the input doubles from 64 kB; th
 Default sizes: 64 kB and 256 kB. ``slow``: doubling from 64 kB to 1 MiB, and 64 kB against the largest input the
 judge admits for that function (16 MiB of stdout per test, ``Judge(output_limit_mb=16)``; 16 MiB per returned value,
 ``wire.VALUE_CAP``, read as scoring reads it; 32 MiB request bodies, ``RLVR_SANDBOX_MAX_BODY_MB``, for code
-extraction; the literal parser alone, unbounded by an expected value, at 4 MiB). The families are generated, not
+extraction; representative families at the caps, every family to 1 MiB, the literal parser alone, unbounded by an
+expected value, to 512 KiB). The families are generated, not
 only the issue's examples: near-miss and digit-run float tokens, many tiny lines, one long line, deep and wide
 literals, escapes, long integers, unterminated fences, tag and backtick runs.
 """
@@ -104,12 +105,19 @@ def _completion_families() -> dict[str, Callable[[int], str]]:
 
 
 def _cpu_per_byte(call: Callable[[], object], size: int, repeat: int) -> float:
+    """Least CPU seconds per byte over ``repeat`` calls, with the cyclic GC paused: its collections are the
+    interpreter's (amortised linear: a full one runs when the long-lived containers grew by a quarter), and where they
+    fall inside a 64 kB-256 kB run makes the per-byte time of container-heavy readers swing ~3x either way."""
     best = float("inf")
     for _ in range(repeat):
         gc.collect()
-        t0 = time.process_time()
-        call()
-        best = min(best, time.process_time() - t0)
+        gc.disable()
+        try:
+            t0 = time.process_time()
+            call()
+            best = min(best, time.process_time() - t0)
+        finally:
+            gc.enable()
     return best / size
 
 
@@ -128,7 +136,7 @@ def _check(call_for: Callable[[int], tuple[Callable[[], object], int]], multiple
     per_byte, peaks = {}, {}
     for n in sizes:
         call, size = call_for(n)
-        per_byte[n] = _cpu_per_byte(call, size, repeat=3 if n <= 64 * KB else 2)
+        per_byte[n] = _cpu_per_byte(call, size, repeat=3 if n <= 64 * KB else 2 if n <= 256 * KB else 1)
         peaks[n] = (_peak(call), size)
     ratio = per_byte[sizes[-1]] / max(per_byte[sizes[0]], 1e-9)
     over = {n: f"{p / s:.1f}x" for n, (p, s) in peaks.items() if p > multiple * s + SLACK}
@@ -226,8 +234,9 @@ def test_stdout_comparison_doubling_to_1_mib(family):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", list(_literal_families()))
-def test_literal_parser_doubling_to_1_mib(family):
-    _check(lambda n: _literal_call(family, n), multiple=48, sizes=DOUBLING)
+def test_literal_parser_doubling_to_512_kib(family):
+    # the parser alone, unbounded by an expected value (scoring bounds it: the value-cap test below)
+    _check(lambda n: _literal_call(family, n), multiple=48, sizes=DOUBLING[:4])
 
 
 @pytest.mark.slow
@@ -236,7 +245,7 @@ def test_code_extraction_doubling_to_1_mib(family):
     _check(lambda n: _extract_call(family, n), multiple=6, sizes=DOUBLING)
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", list(_stdout_families()))
+@pytest.mark.parametrize("family", ["digits_then_letter", "tiny_lines", "long_line_last_differs"])
 def test_stdout_comparison_is_linear_up_to_the_output_cap(family):
     _check(lambda n: _compare_call(family, n // 2), multiple=4, sizes=[64 * KB, MAX_STDOUT])
 
@@ -248,13 +257,31 @@ def test_scored_value_is_bounded_up_to_the_value_cap(family):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("family", ["wide_tuple", "deep_and_wide", "empty_sets", "long_ints", "strings_with_escapes"])
-def test_literal_parser_is_linear_at_4_mib(family):
-    # unbounded by an expected value (the parser alone): 4 MiB keeps the run short; the scanner is one pass
-    _check(lambda n: _literal_call(family, n), multiple=48, sizes=[64 * KB, 4 * MB])
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("family", list(_completion_families()))
+@pytest.mark.parametrize("family", ["backtick_run", "unterminated_fences", "tool_openings"])
 def test_code_extraction_is_linear_up_to_the_body_cap(family):
     _check(lambda n: _extract_call(family, n), multiple=6, sizes=[64 * KB, MAX_BODY])
+
+
+# ------------------------------------------------------------------------------------------------ ScaleBox JSON lines
+def _json_lines_call(family: str, n: int) -> tuple[Callable[[], object], int]:
+    from rlvr.judge.api.common import BadRequest
+    from rlvr.judge.api.scalebox import _scalebox_batch
+
+    text = {"int_lines": _fit("1\n", n)[:-1], "blank_lines": "\n" * n, "digit_run": "1" * n,
+            "nested_arrays": _fit("[[[1]]]\n", n)[:-1]}[family]
+    case = {"type": "function_call", "fn_name": "f", "input": [text], "output": ["1"], "json_input": True}
+
+    def call() -> object:
+        try:
+            return _scalebox_batch(case, "python")
+        except BadRequest:
+            return None
+
+    return call, len(text)
+
+
+@pytest.mark.parametrize("family", ["int_lines", "blank_lines", "digit_run", "nested_arrays"])
+def test_scalebox_json_input_lines_are_linear(family):
+    # the test's own text, not the submission's, but read on the server from a tenant's request: a JSON line of a
+    # million digits was ~4 s with json.loads (quadratic); the bounded parser refuses integers over ~4,300 digits
+    _check(lambda n: _json_lines_call(family, n), multiple=48, sizes=SIZES)
