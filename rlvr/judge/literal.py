@@ -146,7 +146,7 @@ def _eval(node, ctx, depth):
 
 
 _SQ3, _DQ3 = "'" * 3, '"' * 3
-_TOKENS = re.compile(
+_TOKENS_SRC = (
     r"(?P<ws>(?:[ \t\n\r\f\v]++|\\\r?\n|#[^\n]*+)++)"
     r"|(?P<num>(?:0[xX](?:_?[0-9a-fA-F])++|0[oO](?:_?[0-7])++|0[bB](?:_?[01])++"
     r"|(?:[0-9](?:_?[0-9])*+(?:\.(?:[0-9](?:_?[0-9])*+)?+)?+|\.[0-9](?:_?[0-9])*+)(?:[eE][+-]?+[0-9](?:_?[0-9])*+)?+"
@@ -156,9 +156,10 @@ _TOKENS = re.compile(
     + r"""|'(?:[^'\\\n]|\\.)*+'|"(?:[^"\\\n]|\\.)*+"))"""
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*+)"
     r"|(?P<p>[\[\](){},:+-])"
-    r"|(?P<bad>.)",
-    re.S,
+    r"|(?P<bad>.)"
 )
+_TOKENS = None  # compiled on first use: the sandbox's warden imports this module but never scans (wire forms use the
+# AST), and every compiled pattern it holds is copied by each fork
 _PREFIXES = frozenset({"", "r", "u", "b", "br", "rb"})
 _NAMES = {"True": True, "False": False, "None": None, "inf": float("inf"), "nan": float("nan"),
           "infj": complex(0, float("inf")), "nanj": complex(0, float("nan"))}
@@ -177,12 +178,15 @@ class _Unsupported(ValueError):
 
 
 class _Scanner:
-    """Recursive descent over :data:`_TOKENS` (see the module docstring). Raises ``ValueError`` (a bound or a
+    """Recursive descent over ``_TOKENS`` (see the module docstring). Raises ``ValueError`` (a bound or a
     non-literal) or :class:`_Unsupported`."""
 
     __slots__ = ("it", "items", "kind", "long_left", "max_int_digits", "max_items", "val")
 
     def __init__(self, text, max_int_digits, max_long_digits, max_items):
+        global _TOKENS
+        if _TOKENS is None:
+            _TOKENS = re.compile(_TOKENS_SRC, re.S)
         self.it = _TOKENS.finditer(text)
         self.max_int_digits, self.long_left, self.max_items, self.items = max_int_digits, max_long_digits, max_items, 0
         self.advance()
