@@ -285,3 +285,19 @@ def test_scalebox_json_input_lines_are_linear(family):
     # the test's own text, not the submission's, but read on the server from a tenant's request: a JSON line of a
     # million digits was ~4 s with json.loads (quadratic); the bounded parser refuses integers over ~4,300 digits
     _check(lambda n: _json_lines_call(family, n), multiple=48, sizes=SIZES)
+
+
+def test_a_frame_with_a_huge_integer_is_malformed_not_converted():
+    import os
+    import struct
+
+    from rlvr.judge.sandbox.host import Session
+
+    r, w = os.pipe()
+    try:  # under the pipe's 64 KiB buffer, so it is written whole before anyone reads
+        body = b'{"id": "x", "recs": [{"exit_code": ' + b"1" * 60_000 + b"}]}"
+        os.write(w, struct.pack(">Q", len(body)) + body)
+        assert Session("x", -1, r).recv(time.monotonic() + 10) is None  # malformed: the session ends
+    finally:
+        os.close(w)
+        os.close(r)
