@@ -10,7 +10,8 @@ Rules, in order (the evaluation and the rewards must read completions the same w
    block; preferring a block that defines the entry point skips a trailing "example usage" block, which is the other
    common shape (EvalPlus's sanitiser also keys on the entry point). A block is returned even if it does not compile:
    the judge then reports ``syntax_error``, which is the truth about that answer.
-3. No usable fence: the whole text if it compiles; for a function problem, ``starter_code + text`` if that compiles
+3. No usable fence: the whole text if it compiles (tried only for texts of at most :data:`COMPILE_CHECK_MAX` = 32 KiB:
+   compiling costs the host ~700 bytes per character); for a function problem, ``starter_code + text`` if that compiles
    (a HumanEval-style body continuation, EvalPlus ``completion`` semantics). Text fenced only in other languages
    (cpp, text, …) has no Python code.
 4. Function problems (``entry_point`` set, ``starter_code`` non-empty) whose code does not define the entry point's
@@ -25,15 +26,25 @@ import re
 
 from rlvr.data.schema import Problem
 
-__all__ = ["extract_code"]
+__all__ = ["COMPILE_CHECK_MAX", "extract_code"]
 
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S)
-_FENCE = re.compile(r"^[ \t]*(?P<f>`{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n(?P<body>.*?)(?:^[ \t]*(?P=f)[ \t]*$|\Z)",
-                    re.M | re.S)
+# Possessive quantifiers (Python 3.11): the opening line's parts never give characters back, so an opening line with
+# no newline (a million backticks, or a tag of a million letters) fails in one pass instead of backtracking
+# quadratically through every split of the line; the matches are the same as the greedy pattern's (the rest of the
+# opening line always matched whatever the split, when a newline followed). Linear in the completion.
+_FENCE = re.compile(
+    r"^[ \t]*+(?P<f>`{3,}+)[ \t]*+(?P<lang>[\w+#.-]*+)[^\n]*+\n(?P<body>.*?)(?:^[ \t]*+(?P=f)[ \t]*+$|\Z)",
+    re.M | re.S)
+#: Largest unfenced text (characters) whose compilation is tried on the host (rule 3): ``compile`` costs ~700 bytes of
+#: memory per character of source, so a longer bare text is not treated as code (it has no fence either: no program).
+COMPILE_CHECK_MAX = 32 << 10
 _PY_TAGS = frozenset({"", "python", "py", "python3", "py3"})
 
 
 def _compiles(code: str) -> bool:
+    if len(code) > COMPILE_CHECK_MAX:
+        return False
     try:
         compile(code, "<completion>", "exec")
     except (SyntaxError, ValueError):  # ValueError: NUL bytes in source

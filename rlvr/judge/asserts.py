@@ -35,7 +35,7 @@ def _literal_text(src: str, node: ast.expr) -> str | None:
     if text is None:
         return None
     try:
-        parse_literal(text)
+        parse_literal(text, max_int_digits=10**8, ast_fallback_chars=len(text))  # dataset text: trusted
     except ValueError:
         return None
     return text

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
+from itertools import zip_longest
 from typing import Any
 
 from rlvr.judge.literal import parse_literal
@@ -31,23 +33,65 @@ from rlvr.judge.literal import parse_literal
 __all__ = ["compare_stdout", "first_difference", "is_floats", "parse_literal", "values_equal"]
 
 
-def _lines(text: str) -> list[list[str]]:
-    lines = [ln.split() for ln in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    while lines and not lines[-1]:
-        lines.pop()
-    return lines
+_TOKEN = re.compile(r"\S+")
+#: Lines at most this long are split with ``str.split`` (fast); longer ones are walked token by token, so the memory a
+#: line costs stays bounded whatever the program printed (a 16 MB line of two-character tokens would be a list of
+#: 5 million strings, ~20x its size).
+_SPLIT_MAX = 1 << 12
+
+
+def _normal(text: str) -> str:
+    r"""``text`` with ``\r\n``/``\r`` as ``\n`` and trailing whitespace (trailing blank lines included) removed: the
+    lines of the result are the lines compared (str.split's whitespace = str.rstrip's = ``re``'s ``\s``)."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.rstrip()
+
+
+def _iter_lines(text: str) -> Iterator[str]:
+    r"""The ``\n``-separated lines of ``text`` one at a time (no list of every line: O(longest line) extra memory)."""
+    pos, n = 0, len(text)
+    while True:
+        end = text.find("\n", pos)
+        if end < 0:
+            yield text[pos:n]
+            return
+        yield text[pos:end]
+        pos = end + 1
+
+
+def _tokens(line: str) -> Iterator[str]:
+    """Whitespace-separated tokens of ``line``, lazily for long lines."""
+    if len(line) <= _SPLIT_MAX:
+        return iter(line.split())
+    return (m.group() for m in _TOKEN.finditer(line))
+
+
+def _line_equal(le: str, la: str, float_tolerance: float | None) -> bool:
+    if le == la:
+        return True
+    for te, ta in zip_longest(_tokens(le), _tokens(la)):  # stops at the first difference
+        if te == ta:
+            continue
+        if te is None or ta is None:
+            return False
+        if float_tolerance is None or not _float_tok_equal(ta, te, float_tolerance):
+            return False
+    return True
 
 
 # testlib ``stringToDouble``: only digits, '.', 'e'/'E', '-', '+' (at least one digit, <= 2 '-', <= 1 '+', '.', 'e'),
 # then the whole token must scan as a double: so ``1_0``, ``inf``, ``nan``, ``0x10`` are not numbers there.
-_TESTLIB_DOUBLE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+# Unambiguous (``\d+`` then an optional ``.\d*``, never ``\d+\.?\d*``, whose two digit runs made a failing match on a
+# long digit run backtrack quadratically: 8,000 digits then a letter took ~1 s), so matching is linear in the token.
+_TESTLIB_DOUBLE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def _float_tok_equal(a: str, b: str, tol: float) -> bool:
     """testlib ``doubleCompare(expected=b, result=a, tol)`` on tokens that are testlib doubles (else no match): NaN only
     matches NaN, an infinite expectation (``|b| >
     1e300``) only a same-signed infinite result, else ``|a-b| <= tol'`` or ``a`` within ``b·(1 ± tol')`` (± 1e-15),
-    with ``tol' = tol + 1e-15``."""
+    with ``tol' = tol + 1e-15``. Linear in the tokens' length (``float()`` of a digit string is)."""
     if not (_TESTLIB_DOUBLE.fullmatch(a) and _TESTLIB_DOUBLE.fullmatch(b)):
         return False
     try:
@@ -70,36 +114,47 @@ def compare_stdout(expected: str, actual: str, float_tolerance: float | None = N
     Args:
         expected: the test's expected stdout. actual: the program's stdout.
         float_tolerance: ``None`` for exact tokens; else the absolute/relative tolerance for float tokens.
-    """
+
+    Cost (``actual`` is the program's): O(len(expected) + len(actual)) time, lines compared one at a time and only
+    while they agree (different line counts are found by ``str.count`` before any line is split); extra memory at
+    most ~3x the texts (the normalised copies) plus ~80 KB for one line. docs/judge/threat-model.md lists the bound."""
     if expected == actual:  # the common case of a correct program: the same tokens whatever the rules
         return True
-    exp, act = _lines(expected), _lines(actual)
-    if len(exp) != len(act):
+    exp, act = _normal(expected), _normal(actual)
+    if exp.count("\n") != act.count("\n"):
         return False
-    for le, la in zip(exp, act, strict=True):
-        if len(le) != len(la):
-            return False
-        for te, ta in zip(le, la, strict=True):
-            if te == ta:
-                continue
-            if float_tolerance is None or not _float_tok_equal(ta, te, float_tolerance):
-                return False
-    return True
+    return all(_line_equal(le, la, float_tolerance) for le, la in zip(_iter_lines(exp), _iter_lines(act), strict=True))
+
+
+def _shown(line: str, cap: int = 80) -> str:
+    """The first ``cap`` characters of ``line``'s tokens joined by single spaces (reads only what it shows)."""
+    out: list[str] = []
+    size = 0
+    for m in _TOKEN.finditer(line):
+        out.append(m.group()[: cap - size + 1])
+        size += len(out[-1]) + 1
+        if size > cap:
+            break
+    return " ".join(out)[:cap]
 
 
 def first_difference(expected: str, actual: str) -> str:
     """A short, human description of where ``actual`` first departs from ``expected`` (for feedback/QA logs).
 
-    It names line numbers and the *actual* token only, never the expected token, so it is safe for hidden tests."""
-    exp, act = _lines(expected), _lines(actual)
-    for n, (le, la) in enumerate(zip(exp, act, strict=False), 1):
-        if le != la:
-            got = " ".join(la)[:80]
-            return f"line {n} differs (got: {got!r})"
-    if len(act) < len(exp):
-        return f"output ended after {len(act)} line(s); more expected"
-    if len(act) > len(exp):
-        return f"{len(act) - len(exp)} extra line(s) after the expected output"
+    It names line numbers and the *actual* token only, never the expected token, so it is safe for hidden tests.
+    Linear in the texts, with the memory bound of :func:`compare_stdout`."""
+    exp, act = _normal(expected), _normal(actual)
+    n_exp = exp.count("\n") + 1 if exp else 0
+    n_act = act.count("\n") + 1 if act else 0
+    for n, (le, la) in enumerate(zip(_iter_lines(exp), _iter_lines(act), strict=False), 1):
+        if n > min(n_exp, n_act):
+            break
+        if le != la and not _line_equal(le, la, None):
+            return f"line {n} differs (got: {_shown(la)!r})"
+    if n_act < n_exp:
+        return f"output ended after {n_act} line(s); more expected"
+    if n_act > n_exp:
+        return f"{n_act - n_exp} extra line(s) after the expected output"
     return "outputs match"
 
 

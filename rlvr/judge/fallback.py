@@ -25,6 +25,7 @@ from typing import Any
 
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
 from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
+from rlvr.judge.scoring import parse_bounds
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
 __all__ = [
@@ -160,22 +161,37 @@ def driver_program(problem: Problem, solution: str, test: Any, mark: str) -> str
 
 
 def split_reports(stderr: str, mark: str) -> tuple[str, tuple[str, str] | None]:
-    """Remove the driver's report lines from ``stderr``; return (clean stderr, last (tag, text) or None)."""
-    keep, last = [], None
-    for line in stderr.split("\n"):
-        if line.startswith(mark):
-            tag, _, text = line[len(mark):].partition(" ")
-            last = (tag, text)
-        else:
-            keep.append(line)
-    clean = "\n".join(keep).rstrip("\n")
+    """Remove the driver's report lines (lines starting with ``mark``) from ``stderr``; return (clean stderr, last
+    (tag, text) or None). Linear in ``stderr`` (``str.find`` from report to report), extra memory ~ its length (no
+    list of lines)."""
+    key = "\n" + mark
+    pieces: list[str] = []
+    last = None
+    pos = 0
+    idx = 0 if stderr.startswith(mark) else -1
+    while True:
+        if idx < 0:
+            p = stderr.find(key, max(pos - 1, 0))
+            if p < 0:
+                break
+            idx = p + 1
+        eol = stderr.find("\n", idx)
+        if eol < 0:
+            eol = len(stderr)
+        tag, _, text = stderr[idx + len(mark):eol].partition(" ")
+        last = (tag, text)
+        pieces.append(stderr[pos:idx])
+        pos, idx = eol + 1, -1
+    pieces.append(stderr[pos:])
+    clean = "".join(pieces).rstrip("\n")
     return (clean + "\n" if clean else ""), last
 
 
 def failure_from_stderr(stderr: str, language: str) -> Verdict:
-    """Best-effort verdict of a failed run from its stderr (plain SandboxFusion reports no verdict)."""
-    lines = [ln for ln in stderr.strip().split("\n") if ln.strip()]
-    last = lines[-1] if lines else ""
+    """Best-effort verdict of a failed run from its stderr (plain SandboxFusion reports no verdict): its last
+    non-blank line. Linear, no list of lines."""
+    text = stderr.strip()
+    last = text[text.rfind("\n") + 1:]
     if "MemoryError" in last:
         return "memory_limit"
     if language.lower() in ("python", "python3", "py") and last.startswith(
@@ -234,8 +250,9 @@ def score_run(
         if len(text) > MAX_VALUE_CHARS or any(len(m) > MAX_VALUE_DIGITS for m in _DIGITS.findall(text)):
             return res("wrong_answer", "return value too large to read back")
         try:
-            actual = parse_literal(text)
-            same = values_equal(parse_literal(test.expected), actual, test.atol)
+            ref = parse_literal(test.expected, max_int_digits=10**8, ast_fallback_chars=len(test.expected))
+            actual = parse_literal(text, **parse_bounds(ref))
+            same = values_equal(ref, actual, test.atol)
         except (ValueError, ArithmeticError, TypeError, RecursionError, MemoryError):
             return res("wrong_answer", "return value could not be read back or compared")
         if same:

@@ -13,35 +13,59 @@ from typing import Any
 
 from rlvr.data.schema import Problem, StdioTest
 from rlvr.judge.compare import compare_stdout, first_difference, parse_literal, values_equal
-from rlvr.judge.literal import MAX_INT_DIGITS
+from rlvr.judge.literal import LONG_INT_DIGITS
 from rlvr.judge.verdict import TestResult, Verdict
 
-__all__ = ["CheckBudget", "checked", "failure_verdict", "int_digit_bound", "printable", "request_bound_s", "score"]
+__all__ = ["CheckBudget", "checked", "failure_verdict", "int_digit_bound", "parse_bounds", "printable",
+           "request_bound_s", "score"]
 
 TRUSTED_INT_DIGITS = 10**8  # bound for the dataset's own expected values (HumanEval+/139 holds 263k-digit integers)
 
 
-def int_digit_bound(value: Any) -> int:
-    """Digit bound for parsing a submission's value compared with ``value`` (the expected one, already parsed):
-    :data:`rlvr.judge.literal.MAX_INT_DIGITS`, raised to cover the longest integer in ``value`` (its decimal length
-    estimated from ``int.bit_length()``, never converted to text) plus a margin of 2. So a legitimate answer as long
-    as the reference is read back, and a forged huge integer costs the host no more than the reference does.
+def parse_bounds(value: Any) -> dict[str, int]:
+    """Bounds for parsing a submission's value that is compared with ``value`` (the expected one, already parsed), as
+    keyword arguments of :func:`rlvr.judge.literal.parse_literal`:
 
-    >>> int_digit_bound([1, 2]) == MAX_INT_DIGITS, int_digit_bound({"k": (10**300_000,)}) > 300_000
-    (True, True)
+    * ``max_int_digits``: :data:`rlvr.judge.literal.LONG_INT_DIGITS` (CPython's default limit), raised to the longest
+      integer in ``value`` (decimal length estimated from ``int.bit_length()``, never converted to text) plus 2;
+    * ``max_long_digits``: the digits of ``value``'s integers longer than that default, in all, plus one default
+      integer's worth;
+    * ``max_items``: ``value``'s number of values (scalars and containers) plus 64.
+
+    A value equal to ``value`` (Python ``==``, or EvalPlus's same-type ``allclose``) has as many values as it and the
+    same integers, so an honest answer is always read back, and a forged one costs the host no more than the
+    reference does (a million-element tuple against a scalar is refused after 65 values).
+
+    >>> parse_bounds([1, 2])["max_items"], parse_bounds({"k": (10**300_000,)})["max_int_digits"] > 300_000
+    (67, True)
     """
-    longest = 0
+    longest = long_digits = items = 0
     stack = [value]
     while stack:
         v = stack.pop()
+        items += 1
         if isinstance(v, int) and not isinstance(v, bool):
-            longest = max(longest, int(v.bit_length() * 0.30103) + 2)
+            d = int(v.bit_length() * 0.30103) + 2
+            longest = max(longest, d)
+            if d > LONG_INT_DIGITS:
+                long_digits += d
         elif isinstance(v, (list, tuple, set, frozenset)):
             stack.extend(v)
         elif isinstance(v, dict):
             stack.extend(v.keys())
             stack.extend(v.values())
-    return max(MAX_INT_DIGITS, longest)
+    return {"max_int_digits": max(LONG_INT_DIGITS, longest), "max_long_digits": long_digits + LONG_INT_DIGITS,
+            "max_items": items + 64}
+
+
+def int_digit_bound(value: Any) -> int:
+    """Digit bound for one integer of a submission's value compared with ``value``: ``parse_bounds(value)
+    ["max_int_digits"]`` (kept for callers of the former API).
+
+    >>> int_digit_bound([1, 2]) == LONG_INT_DIGITS, int_digit_bound({"k": (10**300_000,)}) > 300_000
+    (True, True)
+    """
+    return parse_bounds(value)["max_int_digits"]
 
 REPORT_STDOUT = 1000
 REPORT_STDERR = 2000
@@ -182,11 +206,11 @@ def score(problem: Problem, test: Any, i: int, rec: dict[str, Any], judge: Any, 
     if ref_text is None:
         return TestResult(verdict="sandbox_error", message="test has no expected output", **base)
     try:  # the expected value is trusted (the dataset's): its integers may be as long as they are
-        ref = parse_literal(ref_text, max_int_digits=TRUSTED_INT_DIGITS)
+        ref = parse_literal(ref_text, max_int_digits=TRUSTED_INT_DIGITS, ast_fallback_chars=len(ref_text))
     except (ValueError, RecursionError, MemoryError) as exc:
         return TestResult(verdict="wrong_answer", message=f"expected value unreadable: {exc}"[:300], **base)
-    try:  # the submission's value: integers at most as long as the longest expected one (or the parser's bound)
-        actual = parse_literal(got, max_int_digits=int_digit_bound(ref))
+    try:  # the submission's value: no more values, and no longer integers, than an equal one would hold
+        actual = parse_literal(got, **parse_bounds(ref))
     except ValueError as exc:
         return TestResult(verdict="wrong_answer", message=f"return value could not be read back: {exc}"[:300], **base)
     try:

@@ -28,6 +28,7 @@ whose chat template has no tool role work unchanged.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -67,8 +68,11 @@ TOOL_INSTRUCTIONS = (
     "reply; you will get its standard output and error back. At most {n} such runs. Your final answer must still be "
     "a single ```python code block."
 )
-_TOOL_RE = re.compile(r"^[ \t]*(?P<f>`{3,})[ \t]*" + re.escape(TOOL_TAG) + r"[ \t]*\n(?P<body>.*?)^[ \t]*(?P=f)[ \t]*$",
-                      re.M | re.S)
+# Opening lines of tool blocks and fence-only lines (closing candidates), both found in one linear pass each; a block
+# is closed by the first later fence-only line of the same number of backticks. (One regex with a lazy body and a
+# backreference rescanned the rest of the text for every unclosed opening: quadratic in the number of openings.)
+_TOOL_OPEN = re.compile(r"^[ \t]*+(?P<f>`{3,}+)[ \t]*+" + re.escape(TOOL_TAG) + r"[ \t]*+\n", re.M)
+_FENCE_LINE = re.compile(r"^[ \t]*+(?P<f>`{3,}+)[ \t]*+$", re.M)
 
 
 class EnvConfig(Section):
@@ -157,9 +161,21 @@ def _test_io(problem: Problem, test: Any) -> tuple[str, str]:
 
 
 def find_tool_call(text: str) -> str | None:
-    """The code of the first closed ```python-run block of ``text``, or ``None``."""
-    m = _TOOL_RE.search(text)
-    return m.group("body") if m else None
+    """The code of the first closed ```python-run block of ``text``, or ``None``: the first opening line (3+ backticks,
+    the tag) that a later line of only the same backticks closes. O(n log n) in ``len(text)`` (one pass for the
+    closing lines, one for the openings, a bisection each), memory O(lines)."""
+    closes: dict[int, list[int]] = {}
+    for m in _FENCE_LINE.finditer(text):
+        closes.setdefault(len(m.group("f")), []).append(m.start())
+    if not closes:
+        return None
+    for m in _TOOL_OPEN.finditer(text):
+        starts = closes.get(len(m.group("f")))
+        if starts:
+            k = bisect_left(starts, m.end())
+            if k < len(starts):
+                return text[m.end():starts[k]]
+    return None
 
 
 def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig) -> str:

@@ -4,10 +4,10 @@ reason and prove nothing)."""
 
 from __future__ import annotations
 
-from hostile import PROBES, Hostile, abuse, forging, guards, laundering, reading, secrets, shadowing, state
+from hostile import PROBES, Hostile, abuse, forging, guards, host_work, laundering, reading, secrets, shadowing, state
 
 FAMILIES = {"forging": forging, "laundering": laundering, "reading": reading, "guards": guards,
-            "shadowing": shadowing, "secrets": secrets, "abuse": abuse}
+            "shadowing": shadowing, "secrets": secrets, "abuse": abuse, "host_work": host_work}
 
 
 def _all() -> list[Hostile]:
@@ -22,6 +22,10 @@ def test_corpus_has_at_least_60_programs_over_every_family():
     assert len(state.PAIRS) >= 8
     names = [h.name for h in progs] + [p.name for p in state.PAIRS]
     assert len(names) == len(set(names))
+
+
+def test_host_work_family_has_at_least_40_generated_programs():
+    assert len(host_work.PROGRAMS) >= 40  # issue 28, item 6
 
 
 def test_every_target_is_a_probe_and_every_python_program_compiles():

@@ -91,3 +91,64 @@ def test_values_equal_strict_semantics_kept():
     assert values_equal([[1.0]], [[1.0000001]], semantics="strict")
     with pytest.raises(ValueError, match="unknown semantics"):
         values_equal(1, 1, semantics="loose")
+
+
+def _random_value(rng, depth=0):
+    if depth > 3 or rng.random() < 0.5:
+        return rng.choice([
+            rng.randint(-10**30, 10**30), rng.random() * 10 ** rng.randint(-300, 300), -0.0, float("inf"),
+            float("-inf"), complex(rng.random(), -rng.random()), -0j, True, None, "a'b\"c\\", "\udcff", "é\\涛\n",
+            "".join(chr(rng.randint(0, 0x10FFFF) if rng.random() < 0.3 else rng.randint(0, 127)) for _ in range(6)),
+            bytes(rng.randint(0, 255) for _ in range(5)),
+        ])
+    items = [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    kind = rng.randint(0, 4)
+    hashable = [x for x in items if isinstance(x, (int, float, str, bytes, complex, type(None)))]
+    return [items, tuple(items), {repr(x): x for x in items}, set(hashable), frozenset(hashable)][kind]
+
+
+def _same(a, b):
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return repr(a) == repr(b)
+    if isinstance(a, complex):
+        return repr(a) == repr(b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+def test_linear_scanner_reads_reprs_as_the_ast_does():
+    import random
+
+    from rlvr.judge.literal import _parse_ast
+
+    rng = random.Random(28)
+    for _ in range(3000):
+        text = repr(_random_value(rng))
+        assert _same(parse_literal(text, ast_fallback_chars=0), _parse_ast(text, None, None)), text
+    for text in ["1_000", "0x1F", "0o17", "0b101", "1.", ".5", "3 + 4j", "-(1)", "((1,),)", "'a' 'b'", "b'\\x00'",
+                 "r'\\d'", "'''a'b'''", "[1, # c\n 2]", "{1: 2,}", "set([1, 2])", "frozenset()", "--1",
+                 "'\\N{BULLET}'"]:
+        assert _same(parse_literal(text, ast_fallback_chars=0), _parse_ast(text, None, None)), text
+    for text in ["1 + 2", "1j + 1", "-True", "(,)", "x", "__import__('os')", "012", "{[1]: 2}", "'a' b'b'", "[1 2]"]:
+        with pytest.raises(ValueError):
+            parse_literal(text)
+
+
+def test_submission_values_are_bounded_by_the_expected_one():
+    from rlvr.judge.scoring import parse_bounds
+
+    big = 10**5000
+    ok = parse_bounds([big, (1, 2.5)])
+    assert parse_literal(repr([big, (1, 2.5)]), **ok) == [big, (1, 2.5)]  # an equal value always fits
+    assert parse_literal(repr([big, (True, 2.5000001)]), **ok) == [big, (1, 2.5000001)]
+    with pytest.raises(ValueError, match="more than"):
+        parse_literal(repr((0,) * 1000), **parse_bounds(7))  # wide: refused after 65 values
+    with pytest.raises(ValueError, match="long-integer"):
+        parse_literal(repr([big] * 3), **ok)  # three times the expected value's long digits
+    with pytest.raises(ValueError, match="digits"):
+        parse_literal(str(10**4400), **parse_bounds(7))  # longer than any integer an equal value could hold

@@ -49,6 +49,15 @@ _UID_BASE = 61000
 _GO = 'read x; exec "$@" </dev/null'  # waits (on stdin, a pipe) until the host has put it into the cgroup
 
 
+def _frame_int(text: str) -> int:
+    """A frame's JSON integer: the runner's own fields are small, and ``int()`` of a long digit string is quadratic
+    (``literal.py`` lifts the interpreter's digit limit process-wide), so a forged frame holding one is refused
+    (``ValueError``: the frame is malformed) instead of converted. Only integer tokens reach this, never strings."""
+    if len(text) > 64:
+        raise ValueError(f"integer of {len(text)} digits in a frame")
+    return int(text)
+
+
 class SessionTimeout(Exception):
     """The runner did not answer before the deadline (the sandbox is then restarted)."""
 
@@ -100,7 +109,7 @@ class Session:
         size = struct.unpack(">Q", head)[0] if head is not None else FRAME_CAP + 1
         body = self._read(size, deadline) if size <= FRAME_CAP else None
         try:
-            obj = json.loads(body) if body is not None else None
+            obj = json.loads(body, parse_int=_frame_int) if body is not None else None
         except ValueError:
             obj = None
         if not isinstance(obj, dict) or obj.get("id") != self.rid:

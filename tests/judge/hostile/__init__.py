@@ -1,10 +1,10 @@
 """Hostile-program corpus for the adversarial judge suite (issue 14, item 7).
 
 Each family module (``forging``, ``reading``, ``guards``, ``shadowing``, ``laundering``, ``state``, ``secrets``,
-``abuse``) exposes ``PROGRAMS: list[Hostile]``. Every program is *wrong* for its probe problem: the only way it can be
-``accepted`` is by beating the judge (forging a verdict, reading expected values, fooling a comparison, shadowing a
-name the test reads, …). Programs that probe a capability (ptrace, ``/proc/<pid>/mem`` writes, …) print or return
-the right answer only when the capability exists, so "accepted" means "the sandbox let it do that".
+``abuse``, ``host_work``) exposes ``PROGRAMS: list[Hostile]``. Every program is *wrong* for its probe problem: the only
+way it can be ``accepted`` is by beating the judge (forging a verdict, reading expected values, fooling a comparison,
+shadowing a name the test reads, …). Programs that probe a capability (ptrace, ``/proc/<pid>/mem`` writes, …) print
+or return the right answer only when the capability exists, so "accepted" means "the sandbox let it do that".
 
 This package is data plus host-side helpers; it imports only :mod:`rlvr.data.schema` (public), never judge internals.
 """
@@ -102,6 +102,12 @@ def _assert_mbpp() -> Problem:
                    time_limit_s=5.0, memory_limit_mb=512)
 
 
+def _stdio_float() -> Problem:
+    tests = [{"kind": "stdio", "stdin": "1\n", "stdout": "0.5\n"}, {"kind": "stdio", "stdin": "3\n", "stdout": "1.5\n"}]
+    return Problem(id="adv/stdio_float", source="adv", split="test", statement="print n/2", tests=tests,
+                   time_limit_s=5.0, memory_limit_mb=512, float_tolerance=1e-6)
+
+
 def _float_call() -> Problem:
     tests = [{"kind": "call", "args": "[2.0]", "expected": "2.5", "atol": 1e-6},
              {"kind": "call", "args": "[4.0]", "expected": "4.5", "atol": 1e-6}]
@@ -129,9 +135,11 @@ def _secret_mbpp() -> Problem:
 
 #: Probe problems by name. ``stdio``: a+b on stdin; ``call``/``assert_he``/``assert_mbpp``: ``add(a, b)`` with call
 #: tests, a HumanEval ``check(candidate)`` test, MBPP assert lines; ``float_call``: ``half(x) = x + 0.5`` with atol;
+#: ``stdio_float``: ``n / 2`` on stdin with a float tolerance of 1e-6;
 #: ``secret_*``: ``f(1)`` must return :data:`SECRET_VALUE`.
 PROBES = {
     "stdio": lambda: _stdio("adv/stdio"),
+    "stdio_float": _stdio_float,
     "call": _call,
     "assert_he": _assert_he,
     "assert_mbpp": _assert_mbpp,
