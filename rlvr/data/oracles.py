@@ -8,7 +8,9 @@ expected value is a float (or a list/tuple of floats) gets ``atol = 1e-6`` (Eval
 with EvalPlus's carry-over, :func:`rlvr.data.evalplus_oracles.evalplus_atols`); problems with an EvalPlus special
 oracle (``meta['evalplus_oracle']``: set comparison, ``find_zero``, …) get the assert tests of
 :func:`rlvr.data.evalplus_oracles.oracle_test` instead, and EvalPlus problems get per-test time limits from the
-reference's times (:func:`rlvr.data.evalplus_limits.set_time_limits`, when the judge can ``judge``).
+reference's times (:func:`rlvr.data.evalplus_limits.set_time_limits`, when the judge can ``judge`` and
+``measure_limits`` is on; the governance stage turns it off and applies the committed limits instead,
+:func:`rlvr.data.evalplus_limits.apply_time_limits`).
 
 """
 
@@ -70,9 +72,12 @@ def canonical_set_literal(value: str) -> str:
 
 
 def fill_expected(
-    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2
+    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2, measure_limits: bool = True
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Fill every ``CallTest.expected is None`` by running the first reference solution through ``judge``.
+
+    ``measure_limits``: then time the reference on the filled EvalPlus problems and set EvalPlus's per-test limits
+    (:func:`rlvr.data.evalplus_limits.set_time_limits`; load-dependent, so off in the governance stage).
 
     Returns ``(kept, report)``: ``report = {"problems_computed", "tests_computed", "tests_failed",
     "failed_tests": {id: n}, "dropped": [{id, reason}]}``; reasons: ``no_solution``, ``judge_error: …``,
@@ -133,6 +138,6 @@ def fill_expected(
             continue
         report["problems_computed"] += 1
         kept.append(p.model_copy(update={"tests": new_tests}))
-    if hasattr(judge, "judge") and any(is_evalplus(p) for p in kept):  # EvalPlus per-test limits from the reference
+    if measure_limits and hasattr(judge, "judge") and any(is_evalplus(p) for p in kept):  # limits from the reference
         kept, report["time_limits"] = set_time_limits(kept, judge, workers=workers)
     return kept, report
