@@ -237,7 +237,7 @@ def run_dpo(
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    set_seed(cfg.seed)
+    set_seed(cfg.seed, common.cpu_threads)
     out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir,
                   problems=train_problems)
     pairs_file = out / "pairs.jsonl"
