@@ -26,9 +26,16 @@ from rlvr.data.evalplus_oracles import evalplus_atols, oracle_test, repr_may_be_
 from rlvr.data.schema import CallTest, Problem
 from rlvr.progress import progress
 
-__all__ = ["EVALPLUS_FLOAT_ATOL", "canonical_set_literal", "fill_expected"]
+__all__ = ["EVALPLUS_FLOAT_ATOL", "FILL_RETRY_FACTOR", "canonical_set_literal", "fill_expected"]
 
 EVALPLUS_FLOAT_ATOL = 1e-6
+FILL_RETRY_FACTOR = 4.0  # time-limit multiplier of the second oracle run of a reference that failed a test
+
+
+def _relaxed(p: Problem, factor: float) -> Problem:
+    """``p`` with its time limit and every test's own limit multiplied by ``factor``."""
+    tests = [t.model_copy(update={"time_limit_s": t.time_limit_s * factor}) if t.time_limit_s else t for t in p.tests]
+    return p.model_copy(update={"tests": tests, "time_limit_s": p.time_limit_s * factor})
 
 class _CallOutputs(Protocol):
     def call_outputs(self, problem: Problem, solution: str) -> list[str | None]: ...
@@ -79,6 +86,10 @@ def fill_expected(
     ``measure_limits``: then time the reference on the filled EvalPlus problems and set EvalPlus's per-test limits
     (:func:`rlvr.data.evalplus_limits.set_time_limits`; load-dependent, so off in the governance stage).
 
+    A problem on which the reference fails any test (exception, timeout, unserialisable value) is run once more with
+    :data:`FILL_RETRY_FACTOR` × its time limits, and that second run decides every test (a deterministic rule, as
+    :mod:`rlvr.judge.settle`'s: a reference slowed past its limit by the machine's load keeps its tests).
+
     Returns ``(kept, report)``: ``report = {"problems_computed", "tests_computed", "tests_failed",
     "failed_tests": {id: n}, "dropped": [{id, reason}]}``; reasons: ``no_solution``, ``judge_error: …``,
     ``no_tests_left``. Problems without pending call tests pass through untouched."""
@@ -88,7 +99,10 @@ def fill_expected(
         if not p.solutions:
             return None, "no_solution"
         try:
-            return judge.call_outputs(p, p.solutions[0]), None
+            outs = judge.call_outputs(p, p.solutions[0])
+            if any(o is None for o in outs):  # once more at FILL_RETRY_FACTOR x the limit; that result is final
+                outs = judge.call_outputs(_relaxed(p, FILL_RETRY_FACTOR), p.solutions[0])
+            return outs, None
         except Exception as exc:  # compile error or sandbox failure: reported, never silent
             return None, f"judge_error: {type(exc).__name__}: {exc}"[:500]
 

@@ -170,3 +170,25 @@ def test_the_committed_file_covers_the_configured_evalplus_datasets():
         limits = [v for e in entry["problems"].values() for v in e.get("above_floor", {}).values()]
         assert all(v > 1.0 and float(v).is_integer() and (int(v) & (int(v) - 1)) == 0 for v in limits)
     assert json.loads((ROOT / DEFAULT_FILE).read_text())["rule"].startswith("limit_s = max(")
+
+
+class _SlowFillJudge:
+    """call_outputs: a test whose reference needs 8 s fails (None) under the 6 s limit and succeeds with more."""
+
+    def __init__(self):
+        self.limits = []
+
+    def call_outputs(self, problem, solution):
+        self.limits.append(problem.time_limit_s)
+        return [None if i == 1 and problem.time_limit_s < 8.0 else str(i) for i in range(len(problem.tests))]
+
+
+def test_oracle_filling_retries_a_reference_slowed_past_its_limit():
+    from rlvr.data.oracles import FILL_RETRY_FACTOR, fill_expected
+
+    p = _ep(n=3).model_copy(update={"time_limit_s": 6.0})
+    p = p.model_copy(update={"tests": [CallTest(args=t.args, group="base") for t in p.tests]})
+    judge = _SlowFillJudge()
+    (out,), rep = fill_expected([p], judge, measure_limits=False)
+    assert [t.expected for t in out.tests] == ["0", "1", "2"] and rep["tests_failed"] == 0
+    assert judge.limits == [6.0, 6.0 * FILL_RETRY_FACTOR]
