@@ -48,7 +48,7 @@ def verify_references(
     """Judge the reference and known-incorrect solutions of every problem whose ``meta['role']`` is in
     ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), through ``judge.judge_many`` in chunks of
     :data:`CHUNK` programs (each chunk still spread over the judge's workers) so that a progress bar can count them.
-    A program with a timed-out test is judged again at twice the limits and that verdict is final
+    A program with a timed-out test is judged again at 3 × the limits and that verdict is final
     (:func:`rlvr.judge.settle.judge_settled`), so a reference near its limit does not flip with the machine's load.
 
     Returns ``(rows, report)``: one row per judged program ``{"id", "kind": "solution"|"incorrect", "index",

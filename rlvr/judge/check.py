@@ -24,8 +24,8 @@ class JudgeLike(Protocol):
 
 
 def check_references(problems: Sequence[Problem], judge: JudgeLike, max_listed: int = 200) -> dict[str, Any]:
-    """Judge the first reference solution of every problem that has one; one that times out is judged again at twice
-    the limits, and that verdict counts (:func:`rlvr.judge.settle.judge_settled`: the counts do not follow the
+    """Judge the first reference solution of every problem that has one; one that times out is judged again at 3 × the
+    limits, and that verdict counts (:func:`rlvr.judge.settle.judge_settled`: the counts do not follow the
     machine's load).
 
     Returns a JSON-ready dict: ``problems`` (total), ``with_reference``, ``accepted``, ``rejected``,
