@@ -29,7 +29,7 @@ from rlvr.progress import progress
 __all__ = ["EVALPLUS_FLOAT_ATOL", "FILL_RETRY_FACTOR", "canonical_set_literal", "fill_expected"]
 
 EVALPLUS_FLOAT_ATOL = 1e-6
-FILL_RETRY_FACTOR = 4.0  # time-limit multiplier of the second oracle run of a reference that failed a test
+FILL_RETRY_FACTOR = 10.0  # time-limit multiplier of the second oracle run of a reference that failed a test
 
 
 def _relaxed(p: Problem, factor: float) -> Problem:
