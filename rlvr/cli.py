@@ -10,6 +10,7 @@ Commands::
     rlvr cost [MATCH...]                                           # seconds, throughput, tokens spent per stage
     rlvr --version                                                 # rlvr's version (rlvr.__version__)
     rlvr check                                                     # params, datasets, model id, judge, GPUs
+    rlvr time-limits [--dataset humanevalplus:v0.1.10]             # re-measure the committed EvalPlus limits
 
 Subcommand modules are imported only when that subcommand runs, so ``rlvr --help`` stays fast. To add a command
 that lives in another module, add ``"name": "package.module:command_object"`` to :data:`LAZY_SUBCOMMANDS` (the
@@ -365,6 +366,45 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path | None, problems_
         click.echo(f"EvalPlus columns: base {nb / n:.4f} ({nb}/{n}), base+plus {npl / n:.4f} ({npl}/{n})")
         if eval_results:
             _write_evalplus_results(samples, items, results, ks, samples_path)
+
+
+# ----------------------------------------------------------------------------------------------------- time-limits
+@main.command("time-limits")
+@click.option("--dataset", "specs", multiple=True,
+              help="EvalPlus dataset 'name:version' to (re-)measure; repeatable (default: every EvalPlus dataset of "
+                   "params.yaml governance.datasets)")
+@click.option("--params", "params_path", default="params.yaml", show_default=True, type=click.Path(path_type=Path))
+@click.option("--out", default="data/evalplus_time_limits.json", show_default=True, type=click.Path(path_type=Path))
+@click.option("--repeats", default=3, show_default=True, type=click.IntRange(min=1),
+              help="timed runs of each reference; the fastest is kept")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1))
+def time_limits(specs: tuple[str, ...], params_path: Path, out: Path, repeats: int, workers: int) -> None:
+    """Re-measure the committed EvalPlus per-test time limits (rlvr.data.evalplus_limits), then commit the file:
+    governance and what follows re-run. Minutes of CPU: run it on an idle machine."""
+    from rlvr.config import load_params
+    from rlvr.data.evalplus_limits import DEFAULT_MIN_TIME_LIMIT, measure_table, read_table, write_table
+    from rlvr.data.governance import GovernanceParams, dataset_slug, fill_expected
+    from rlvr.data.loaders import load
+    from rlvr.judge.client import get_judge
+
+    cfg = GovernanceParams.model_validate(load_params(params_path).get("governance", {}))
+    if not specs:
+        specs = tuple(d.name for d in cfg.datasets if d.name.split(":")[0] in ("humanevalplus", "mbppplus"))
+    base = read_table(out) if out.is_file() else None
+    opts = {"evalplus_release": cfg.evalplus_release} if cfg.evalplus_release else {}
+    judge = get_judge()
+    try:
+        filled = {spec: fill_expected(load(spec, "bundled", options=opts), judge, workers=workers,
+                                      measure_limits=False)[0] for spec in specs}
+        table = measure_table(filled, judge, workers=workers, repeats=repeats, base=base)
+    finally:
+        judge.close()
+    write_table(out, table)
+    for spec in specs:
+        e = table["datasets"][dataset_slug(spec)]
+        above = sum(len(v.get("above_floor", {})) for v in e["problems"].values())
+        click.echo(f"{spec}: {len(e['problems'])} problems timed, {above} tests above the {DEFAULT_MIN_TIME_LIMIT} s "
+                   f"floor, {len(e['not_timed'])} not timed -> {out}")
 
 
 if __name__ == "__main__":

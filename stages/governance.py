@@ -5,7 +5,9 @@ Reads ``params.yaml`` section ``governance`` (:class:`rlvr.data.governance.Gover
 under ``data/governance/``: ``problems/<dataset>.jsonl`` (one Problem per line), ``audit.md``,
 ``near_dup_clusters.jsonl``, ``contamination.jsonl``, ``references.jsonl`` (judge verdicts of reference and incorrect
 solutions), ``removed.jsonl`` (every removed problem: id, step, reason, duplicate/eval item, file),
-``params.resolved.json``; and ``metrics/governance.json``.
+``params.resolved.json``; and ``metrics/governance.json``. EvalPlus per-test time limits are read from the committed
+``data/evalplus_time_limits.json`` (``--time-limits``; re-measured only on request with ``rlvr time-limits``,
+:mod:`rlvr.data.evalplus_limits`), never measured here.
 
 Run: ``python stages/governance.py`` from the repository root.
 """
@@ -18,6 +20,7 @@ from pathlib import Path
 from rlvr.data import audit
 from rlvr.data import governance as gov
 from rlvr.data.bundled import sha256_file
+from rlvr.data.evalplus_limits import DEFAULT_FILE, read_table
 from rlvr.data.schema import write_problems
 from rlvr.io import atomic_dir, atomic_write_jsonl, atomic_write_text
 from rlvr.judge.client import get_judge
@@ -27,16 +30,21 @@ from rlvr.stage import Params, Result, option, stage
 
 @stage(option("--out-dir", default="data/governance", path=True),
        option("--metrics", "metrics_path", default="metrics/governance.json", path=True),
-       option("--raw-dir", path=True, help="bundled data folder (default data/raw)"))
-def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None) -> Result:
+       option("--raw-dir", path=True, help="bundled data folder (default data/raw)"),
+       option("--time-limits", "limits_path", default=DEFAULT_FILE, path=True,
+              help="committed EvalPlus per-test time limits (`rlvr time-limits` re-measures them)"))
+def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None, limits_path: Path) -> Result:
     """Normalise, audit and verify the benchmark problems."""
     cfg = params.section("governance", gov.GovernanceParams)
     by_slug = gov.load_configured(cfg, raw_dir)
     slug_of = {p.id: slug for slug, ps in by_slug.items() for p in ps}
     problems = [p for ps in by_slug.values() for p in ps]
     needs_judge = cfg.compute_expected or cfg.references.verify
+    # a missing file is an empty table: an EvalPlus dataset then fails with the command that measures it
+    limits = read_table(limits_path) if limits_path.is_file() else {"datasets": {}, "source_path": str(limits_path)}
     with open_judge(params.path, get_judge) if needs_judge else contextlib.nullcontext() as judge:
-        kept, report = gov.run_governance(problems, cfg, judge=judge, origin_of=gov.origins(cfg, by_slug))
+        kept, report = gov.run_governance(problems, cfg, judge=judge, origin_of=gov.origins(cfg, by_slug),
+                                          time_limits=limits)
     kept_by_slug: dict[str, list] = {slug: [] for slug in by_slug}
     for p in kept:
         kept_by_slug[slug_of[p.id]].append(p)

@@ -36,8 +36,11 @@ def contamination_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def library_versions() -> dict[str, str]:
-    """Versions of the libraries the audit's numbers depend on (``"not installed"`` when absent) and Python."""
-    out = {"python": sys.version.split()[0]}
+    """Versions of the libraries the audit's numbers depend on (``"not installed"`` when absent) and Python's
+    ``major.minor``: ``audit.md`` is part of the hashed ``data/governance`` output, and the libraries are pinned by
+    ``requirements/lock.txt`` while the interpreter's patch release is whatever the machine has, which must not
+    change the hash (docs/development.md, Reproducibility)."""
+    out = {"python": "{}.{}".format(*sys.version_info[:2])}
     for name in ("rlvr", "datasketch", "numpy", "polars", "pyarrow", "pydantic"):
         try:
             out[name] = importlib.metadata.version(name)

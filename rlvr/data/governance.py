@@ -37,6 +37,7 @@ from rlvr.data.bundled import canonical_name, resolve, sha256_file
 from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
 from rlvr.data.errors import DataError
+from rlvr.data.evalplus_limits import apply_time_limits
 from rlvr.data.evalplus_oracles import COMPAT
 from rlvr.data.neardup import NearDupConfig, near_dedup
 from rlvr.data.oracles import EVALPLUS_FLOAT_ATOL, canonical_set_literal, fill_expected
@@ -315,6 +316,7 @@ def run_governance(
     judge: Any = None,
     audits: dict[str, Audit] | None = None,
     origin_of: Mapping[str, str] | None = None,
+    time_limits: Mapping[str, Any] | None = None,
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Audit then verify ``problems`` (all datasets together, so cross-source collisions are seen).
 
@@ -323,13 +325,17 @@ def run_governance(
     checker; see :mod:`rlvr.judge.checkers` for penalty attribution); then, if ``cfg.compute_expected``, fill
     call-test oracles with ``judge`` (needs ``call_outputs``); then, if ``cfg.references.verify``, judge reference
     solutions (:func:`verify_references`, needs ``judge_many``). ``ValueError`` if a judge is needed and missing.
-    ``origin_of`` (id → input file, :func:`origins`) adds ``file`` to every removed item.
+    ``origin_of`` (id → input file, :func:`origins`) adds ``file`` to every removed item. ``time_limits``: the
+    committed EvalPlus limit table (:func:`rlvr.data.evalplus_limits.read_table`), applied after the oracles are
+    filled (:class:`DataError` when stale); ``None`` measures them from the reference's times instead
+    (load-dependent; tests and benches only).
 
     Returns ``(kept, report)`` with ``report = {"counts_before", "counts_after" ("<source>/<split>" → n),
     "audits": {name: report}, "expected": fill report or None, "references": verification report or None,
-    "reference_rows": rows of :func:`verify_references`, "removed": [{id, step, reason, duplicate_of, file}]}``."""
+    "reference_rows": rows of :func:`verify_references`, "removed": [{id, step, reason, duplicate_of, file}],
+    "time_limits": the apply report or None}``."""
     report: dict[str, Any] = {"counts_before": _counts(problems), "audits": {}, "expected": None,
-                              "references": None, "reference_rows": []}
+                              "references": None, "reference_rows": [], "time_limits": None}
     kept = list(problems)
     for name, audit in (AUDITS if audits is None else audits).items():
         kept, report["audits"][name] = audit(kept, cfg)
@@ -338,7 +344,10 @@ def run_governance(
     if cfg.compute_expected and any(isinstance(t, CallTest) and t.expected is None for p in kept for t in p.tests):
         if judge is None:
             raise ValueError("run_governance: compute_expected needs a judge")
-        kept, report["expected"] = fill_expected(kept, judge, workers=cfg.expected_workers)
+        kept, report["expected"] = fill_expected(kept, judge, workers=cfg.expected_workers,
+                                                 measure_limits=time_limits is None)
+    if time_limits is not None:
+        kept, report["time_limits"] = apply_time_limits(kept, time_limits)
     if cfg.references.verify and any(p.meta.get("role", "test") in cfg.references.roles for p in kept):
         if judge is None:
             raise ValueError("run_governance: references.verify needs a judge")

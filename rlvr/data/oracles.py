@@ -8,7 +8,9 @@ expected value is a float (or a list/tuple of floats) gets ``atol = 1e-6`` (Eval
 with EvalPlus's carry-over, :func:`rlvr.data.evalplus_oracles.evalplus_atols`); problems with an EvalPlus special
 oracle (``meta['evalplus_oracle']``: set comparison, ``find_zero``, …) get the assert tests of
 :func:`rlvr.data.evalplus_oracles.oracle_test` instead, and EvalPlus problems get per-test time limits from the
-reference's times (:func:`rlvr.data.evalplus_limits.set_time_limits`, when the judge can ``judge``).
+reference's times (:func:`rlvr.data.evalplus_limits.set_time_limits`, when the judge can ``judge`` and
+``measure_limits`` is on; the governance stage turns it off and applies the committed limits instead,
+:func:`rlvr.data.evalplus_limits.apply_time_limits`).
 
 """
 
@@ -24,9 +26,16 @@ from rlvr.data.evalplus_oracles import evalplus_atols, oracle_test, repr_may_be_
 from rlvr.data.schema import CallTest, Problem
 from rlvr.progress import progress
 
-__all__ = ["EVALPLUS_FLOAT_ATOL", "canonical_set_literal", "fill_expected"]
+__all__ = ["EVALPLUS_FLOAT_ATOL", "FILL_RETRY_FACTOR", "canonical_set_literal", "fill_expected"]
 
 EVALPLUS_FLOAT_ATOL = 1e-6
+FILL_RETRY_FACTOR = 10.0  # time-limit multiplier of the second oracle run of a reference that failed a test
+
+
+def _relaxed(p: Problem, factor: float) -> Problem:
+    """``p`` with its time limit and every test's own limit multiplied by ``factor``."""
+    tests = [t.model_copy(update={"time_limit_s": t.time_limit_s * factor}) if t.time_limit_s else t for t in p.tests]
+    return p.model_copy(update={"tests": tests, "time_limit_s": p.time_limit_s * factor})
 
 class _CallOutputs(Protocol):
     def call_outputs(self, problem: Problem, solution: str) -> list[str | None]: ...
@@ -70,9 +79,16 @@ def canonical_set_literal(value: str) -> str:
 
 
 def fill_expected(
-    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2
+    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2, measure_limits: bool = True
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Fill every ``CallTest.expected is None`` by running the first reference solution through ``judge``.
+
+    ``measure_limits``: then time the reference on the filled EvalPlus problems and set EvalPlus's per-test limits
+    (:func:`rlvr.data.evalplus_limits.set_time_limits`; load-dependent, so off in the governance stage).
+
+    A problem on which the reference fails any test (exception, timeout, unserialisable value) is run once more with
+    :data:`FILL_RETRY_FACTOR` × its time limits, and that second run decides every test (a deterministic rule, as
+    :mod:`rlvr.judge.settle`'s: a reference slowed past its limit by the machine's load keeps its tests).
 
     Returns ``(kept, report)``: ``report = {"problems_computed", "tests_computed", "tests_failed",
     "failed_tests": {id: n}, "dropped": [{id, reason}]}``; reasons: ``no_solution``, ``judge_error: …``,
@@ -83,7 +99,10 @@ def fill_expected(
         if not p.solutions:
             return None, "no_solution"
         try:
-            return judge.call_outputs(p, p.solutions[0]), None
+            outs = judge.call_outputs(p, p.solutions[0])
+            if any(o is None for o in outs):  # once more at FILL_RETRY_FACTOR x the limit; that result is final
+                outs = judge.call_outputs(_relaxed(p, FILL_RETRY_FACTOR), p.solutions[0])
+            return outs, None
         except Exception as exc:  # compile error or sandbox failure: reported, never silent
             return None, f"judge_error: {type(exc).__name__}: {exc}"[:500]
 
@@ -133,6 +152,6 @@ def fill_expected(
             continue
         report["problems_computed"] += 1
         kept.append(p.model_copy(update={"tests": new_tests}))
-    if hasattr(judge, "judge") and any(is_evalplus(p) for p in kept):  # EvalPlus per-test limits from the reference
+    if measure_limits and hasattr(judge, "judge") and any(is_evalplus(p) for p in kept):  # limits from the reference
         kept, report["time_limits"] = set_time_limits(kept, judge, workers=workers)
     return kept, report

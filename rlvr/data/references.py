@@ -3,8 +3,10 @@
 After oracle filling (:mod:`rlvr.data.oracles`), :func:`verify_references` judges every reference solution (and every
 known incorrect solution) of the problems whose role is in ``references.roles``; the verdicts go to
 ``data/governance/references.jsonl`` and the manifests stage builds the SFT set (accepted references) and the DPO seed
-pairs (accepted vs rejected) from them without a judge. It lives here because governance already owns the judge and
-its cost, so the manifests stage stays a fast, judge-free transform that can be re-run for any training-set knob.
+pairs (accepted vs rejected) from them without a judge. Verdicts near a time limit follow the deterministic rule of
+:mod:`rlvr.judge.settle`, so the accepted set does not depend on the machine's load. It lives here because
+governance already owns the judge and its cost, so the manifests stage stays a fast, judge-free transform that can be
+re-run for any training-set knob.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pydantic import Field
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
+from rlvr.judge.settle import judge_settled
 from rlvr.progress import progress
 
 CHUNK = 64  # programs per judge_many call: a progress tick, and a small tail for the last chunk's stragglers
@@ -45,6 +48,8 @@ def verify_references(
     """Judge the reference and known-incorrect solutions of every problem whose ``meta['role']`` is in
     ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), through ``judge.judge_many`` in chunks of
     :data:`CHUNK` programs (each chunk still spread over the judge's workers) so that a progress bar can count them.
+    A program with a timed-out test is judged again at 3 × the limits and that verdict is final
+    (:func:`rlvr.judge.settle.judge_settled`), so a reference near its limit does not flip with the machine's load.
 
     Returns ``(rows, report)``: one row per judged program ``{"id", "kind": "solution"|"incorrect", "index",
     "verdict", "accepted", "pass_ratio"}`` (problem order, then kind, then index); ``report["counts"]``:
@@ -65,7 +70,7 @@ def verify_references(
     results: list[Any] = []
     with progress(total=len(items), desc="references", unit="program") as bar:
         for start in range(0, len(items), CHUNK):
-            results += judge.judge_many(items[start : start + CHUNK])
+            results += judge_settled(judge, items[start : start + CHUNK])
             bar.update(len(items[start : start + CHUNK]))
     rows: list[dict[str, Any]] = []
     for (p, _s, kind, i), r in zip(todo, results, strict=True):

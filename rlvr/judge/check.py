@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
+from rlvr.judge.settle import judge_settled
 from rlvr.judge.verdict import JudgeResult
 
 __all__ = ["JudgeCheckParams", "JudgeLike", "check_references"]
@@ -41,14 +42,16 @@ class JudgeLike(Protocol):
 
 
 def check_references(problems: Sequence[Problem], judge: JudgeLike, max_listed: int = 200) -> dict[str, Any]:
-    """Judge the first reference solution of every problem that has one.
+    """Judge the first reference solution of every problem that has one; one that times out is judged again at 3 × the
+    limits, and that verdict counts (:func:`rlvr.judge.settle.judge_settled`: the counts do not follow the
+    machine's load).
 
     Returns a JSON-ready dict: ``problems`` (total), ``with_reference``, ``accepted``, ``rejected``,
     ``accepted_fraction`` (of those with a reference; 0.0 when none), ``verdicts`` (count per verdict), ``judge_s``
     (sum of judge seconds) and ``rejections``: up to ``max_listed`` of ``{id, verdict, passed, total, message}``.
     """
     items = [(p, p.solutions[0]) for p in problems if p.solutions]
-    results = judge.judge_many(items) if items else []
+    results = judge_settled(judge, items) if items else []
     verdicts = Counter(r.verdict for r in results)
     rejections = [
         {"id": p.id, "verdict": r.verdict, "passed": r.passed, "total": r.total, "message": r.message[:300]}

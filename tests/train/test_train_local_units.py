@@ -198,3 +198,22 @@ def test_curves_survive_dvc_deleting_the_output_before_a_resumed_rerun(tmp_path)
     again = TsvCurves(main, {"loss": "loss"}, mirror=mirror)
     again.load_existing(upto_step=2)
     assert [r["step"] for r in again.rows] == ["1", "2"]
+
+
+def test_set_seed_pins_threads_and_deterministic_algorithms():
+    import torch
+
+    from rlvr.train.local.common import TrainCommon, set_seed
+
+    threads, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    try:
+        torch.set_num_threads(1)
+        torch.use_deterministic_algorithms(False)
+        set_seed(3, TrainCommon().cpu_threads)
+        assert torch.get_num_threads() == 2 and torch.are_deterministic_algorithms_enabled()
+        a = torch.rand(4)
+        set_seed(3, 1)
+        assert torch.get_num_threads() == 1 and torch.equal(torch.rand(4), a)
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(det)

@@ -72,6 +72,8 @@ class TrainCommon(Section):
         report_to: ``TrainingArguments.report_to`` (``["wandb"]``, ``["none"]`` …).
         save_steps / save_total_limit: intermediate checkpoint cadence (optimizer steps) and how many to keep.
         logging_steps: optimizer steps between logged (TSV) rows.
+        cpu_threads: torch intra-op CPU threads while training (fixed so that the weights' last bits do not follow
+            the machine's core count; :func:`set_seed`).
     """
 
     train_sets: list[str] = Field(default_factory=lambda: ["synthetic/train"])
@@ -83,6 +85,7 @@ class TrainCommon(Section):
     save_steps: int = Field(50, gt=0)
     save_total_limit: int = Field(2, gt=0)
     logging_steps: int = Field(5, gt=0)
+    cpu_threads: int = Field(2, ge=1)
 
 
 def load_problem_sets(problems_dir: str | Path, refs: Sequence[str]) -> list[Problem]:
@@ -124,12 +127,27 @@ def grpo_rows(problems: Sequence[Problem]) -> list[dict[str, Any]]:
     ]
 
 
-def set_seed(seed: int) -> None:
-    """Seed Python, NumPy and torch (``transformers.set_seed``)."""
+def set_seed(seed: int, cpu_threads: int | None = None) -> None:
+    """Make a local training run a function of its inputs: seed Python, NumPy and torch (``transformers.set_seed``),
+    fix torch's intra-op CPU threads to ``cpu_threads`` (``torch.set_num_threads``, process-wide; ``None`` leaves
+    them) and ask torch for deterministic algorithms (``torch.use_deterministic_algorithms(True, warn_only=True)``:
+    an op without a deterministic implementation warns instead of failing, none does on the CPU paths used here).
+
+    Why the thread count: a CPU reduction is split into one partial sum per thread, so its last bits follow the
+    thread count, and torch's default is the machine's core count (a 2-core and a 4-core machine would train
+    different weights); generation elsewhere in the same process sets its own count (``cpu_threads`` of
+    ``baseline``/``eval``), so every training run pins it again. With this, two runs from the same inputs publish
+    byte-identical ``models/<stage>`` on one machine (``tests/test_reproducible.py``); across CPU families the
+    last bits may still differ (torch picks its matmul kernels by instruction set: docs/development.md,
+    Reproducibility)."""
+    import torch
     from transformers import set_seed as hf_set_seed
 
     random.seed(seed)
     hf_set_seed(seed)
+    if cpu_threads is not None:
+        torch.set_num_threads(cpu_threads)
+    torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def fit(trainer_cls: Any, policy: str | Path, args: Any, train_dataset: Any, curves: TsvCurves, run_dir_: str | Path,

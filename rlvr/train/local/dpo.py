@@ -249,7 +249,7 @@ def run_dpo(
     ``steps``, ``mining_s``/``train_runtime_s`` seconds, ``dev`` accepted@1).
 
     Raises ``ValueError`` when no pair could be mined or taken from the dataset."""
-    set_seed(cfg.seed)
+    set_seed(cfg.seed, common.cpu_threads)
     out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir,
                   problems=train_problems)
     pairs_file = out / "pairs.jsonl"
@@ -300,7 +300,7 @@ def train_on_pairs(cfg: DPOParams, common: TrainCommon, model_dir: str | Path, p
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    set_seed(cfg.seed)
+    set_seed(cfg.seed, common.cpu_threads)
     ds = Dataset.from_list([{k: q[k] for k in ("prompt", "chosen", "rejected")} for q in pairs])
     report_to = setup_tracking("dpo", common.report_to)
     args = DPOConfig(

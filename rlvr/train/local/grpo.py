@@ -167,7 +167,7 @@ def run_grpo(
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    set_seed(cfg.seed)
+    set_seed(cfg.seed, common.cpu_threads)
     if reward_funcs is None:
         from rlvr.reward.trl import make_reward_funcs
 

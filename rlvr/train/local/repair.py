@@ -265,7 +265,7 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
 
     from rlvr.reward.trl import make_reward_funcs
 
-    set_seed(cfg.seed)
+    set_seed(cfg.seed, common.cpu_threads)
     if gen is None:
         from rlvr.generate import make_generator
 

@@ -97,7 +97,7 @@ def run_sft(
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    set_seed(cfg.seed)
+    set_seed(cfg.seed, common.cpu_threads)
     pairs, stats = build_sft_set(train_problems, judge, cfg.solutions_per_problem)
     if not pairs:
         raise ValueError(f"sft: the judge accepted none of {stats['candidates']} reference solutions")

@@ -1,0 +1,126 @@
+"""Reproducibility check (issue 29): the same inputs give byte-identical outputs, on an idle or a busy CPU.
+
+On a small slice, the ``governance`` stage (real judge: oracle filling, the committed EvalPlus time limits, reference
+verification near a limit) and a few steps of local SFT and GRPO training of a tiny model each run twice — the second
+time while a bounded load generator keeps every core busy — and every output file's sha256 must be equal. What this
+guards: a measured timing leaking into a hashed output (the time limits governance used to measure), a verdict that
+follows the load (a reference near its limit), or a training run that follows the thread count or the scheduling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The slice: EvalPlus test sets (oracles + committed limits), training sets with references to verify, and the
+#: synthetic family; a few problems each so that one run takes seconds.
+SLICE = {
+    "governance": {
+        "source": "bundled", "compute_expected": True, "expected_workers": 2, "include_synthetic": True,
+        "references": {"verify": True, "roles": ["train"], "max_solutions": 2, "max_incorrect": 2},
+        "datasets": [
+            {"name": "codecontests", "role": "train", "max_problems": 4},
+            {"name": "leetcode", "role": "train", "splits": ["train"], "max_problems": 4},
+            {"name": "mbpp", "role": "train", "splits": ["train"], "max_problems": 4},
+            {"name": "humanevalplus:v0.1.10", "role": "test", "max_problems": 16},
+            {"name": "mbppplus:v0.2.0", "role": "test", "max_problems": 3},
+        ],
+    },
+    "synthetic": {"seed": 0, "templates": ["add", "mul"], "min_constant": 2, "max_constant": 5, "n_tests": 3,
+                  "feedback": {"instances": 8, "min_constant": 10, "max_constant": 40, "dev": 2}},
+}
+
+
+@contextlib.contextmanager
+def busy_cpu(seconds: float = 240.0) -> Iterator[None]:
+    """Keep every core busy: one spinning process per CPU, each of which exits by itself after ``seconds`` (so a
+    killed test run leaves no load behind); all are stopped when the block ends."""
+    spin = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    procs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+
+
+def _hashes(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root``, keyed by its path relative to ``root``."""
+    return {str(f.relative_to(root)): hashlib.sha256(f.read_bytes()).hexdigest()
+            for f in sorted(root.rglob("*")) if f.is_file()}
+
+
+def _governance(tmp: Path, name: str) -> dict[str, str]:
+    params = tmp / "params.yaml"
+    params.write_text(yaml.safe_dump(SLICE))
+    out = tmp / name
+    subprocess.run([sys.executable, "stages/governance.py", "--params", str(params), "--out-dir", str(out),
+                    "--metrics", str(tmp / f"{name}.json")], cwd=ROOT, check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(ROOT), "RLVR_PROGRESS": "0"})
+    return _hashes(out)
+
+
+def test_governance_is_a_function_of_its_inputs(tmp_path):
+    idle = _governance(tmp_path, "idle")
+    with busy_cpu():
+        busy = _governance(tmp_path, "busy")
+    assert {"problems/humanevalplus-v0.1.10.jsonl", "problems/codecontests.jsonl", "references.jsonl",
+            "audit.md"} <= set(idle)
+    assert busy == idle
+
+
+_TRAIN = textwrap.dedent("""
+    import hashlib, json, os, sys
+    from pathlib import Path
+    sys.path.insert(0, "tests/train")
+    import torch
+    from train_fixtures import FakeJudge, build_model, small_family
+    from rlvr.reward.trl import make_reward_funcs
+    from rlvr.train.local.common import TrainCommon
+    from rlvr.train.local.grpo import GRPOParams, run_grpo
+    from rlvr.train.local.sft import SFTParams, run_sft
+
+    out = Path(sys.argv[1])
+    os.environ["RLVR_CACHE_DIR"] = str(out / "cache")  # a fresh run folder: nothing to resume
+    torch.set_num_threads(int(sys.argv[2]))  # whatever the process had before, training pins train.cpu_threads
+    base = build_model(out / "base")
+    common = TrainCommon(report_to=["none"], logging_steps=1, save_steps=100, max_prompt_length=128,
+                         max_completion_length=16, eval_max_new_tokens=0, cpu_threads=2)
+    train = [p for p in small_family() if p.split == "train"]
+    run_sft(SFTParams(max_steps=3, per_device_train_batch_size=4, learning_rate=1e-3), common, base, train, [],
+            FakeJudge(), out / "models" / "sft", out / "sft.tsv")
+    run_grpo(GRPOParams(max_steps=2, per_device_train_batch_size=4, num_generations=2, learning_rate=1e-3),
+             common, out / "models" / "sft", train, [], FakeJudge(), out / "models" / "grpo", out / "grpo.tsv",
+             reward_mode="dense", reward_funcs=make_reward_funcs("dense", judge=FakeJudge()))
+""")
+
+
+def _train(tmp: Path, name: str, threads: int) -> dict[str, str]:
+    out = tmp / name
+    subprocess.run([sys.executable, "-c", _TRAIN, str(out), str(threads)], cwd=ROOT, check=True,
+                   capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled",
+                                             "RLVR_PROGRESS": "0"})
+    return _hashes(out / "models")
+
+
+def test_local_training_is_byte_identical_idle_or_busy(tmp_path):
+    idle = _train(tmp_path, "idle", 1)
+    with busy_cpu():
+        busy = _train(tmp_path, "busy", 2)
+    assert {"sft/model.safetensors", "grpo/model.safetensors"} <= set(idle)
+    assert busy == idle
