@@ -212,6 +212,8 @@ def _check_sandbox_errors(judge: Any) -> None:
         judge.check_sandbox_errors()
     except SandboxErrorShareExceeded as exc:
         raise click.ClickException(str(exc)) from exc
+
+
 def _parse_ks(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
     """``--k "1,10,100"`` → ``(1, 10, 100)``; a click ``BadParameter`` for anything but positive integers."""
     try:
@@ -388,8 +390,13 @@ def time_limits(specs: tuple[str, ...], params_path: Path, out: Path, repeats: i
     from rlvr.judge.client import get_judge
 
     cfg = GovernanceParams.model_validate(load_params(params_path).get("governance", {}))
+    from rlvr.data.bundled import parse_spec
+
+    if not specs:  # either spelling of a version ("name:v1" or "name-v1"; params are stored as the latter)
+        specs = tuple(d.name for d in cfg.datasets if parse_spec(d.name)[0] in ("humanevalplus", "mbppplus"))
     if not specs:
-        specs = tuple(d.name for d in cfg.datasets if d.name.split(":")[0] in ("humanevalplus", "mbppplus"))
+        raise click.ClickException(f"{params_path}: governance.datasets has no EvalPlus dataset; "
+                                   "name one with --dataset")
     base = read_table(out) if out.is_file() else None
     opts = {"evalplus_release": cfg.evalplus_release} if cfg.evalplus_release else {}
     judge = get_judge()

@@ -29,9 +29,11 @@ from rlvr.stage import Params, Result, option, stage
        option("--out", default="metrics/judge_check.json", path=True))
 def main(params: Params, problems_dir: str, out: Path) -> Result:
     """Judge every dataset's reference solutions and write the per-dataset report."""
+    from rlvr.data.bundled import canonical_name
     from rlvr.data.loaders import load
 
     cfg = params.section("judge_check", JudgeCheckParams)
+    must_pass = [canonical_name(n) if not n.endswith("-all") else n for n in cfg.must_pass]  # default versions filled
     report: dict[str, object] = {"judge_version": JUDGE_VERSION}
     sets = [(path.stem, lambda path=path: read_problems(path)) for path in sorted(Path(problems_dir).glob("*.jsonl"))]
     sets += [(f"{name.replace(':', '-')}-all", lambda name=name: load(name)) for name in cfg.full_datasets]
@@ -41,10 +43,10 @@ def main(params: Params, problems_dir: str, out: Path) -> Result:
             res = check_references(problems(), judge, cfg.max_listed)
             report[key] = res
             lines.append(f"{key}: {res['accepted']}/{res['with_reference']} accepted {res['verdicts']}")
-            if key in cfg.must_pass and res["rejected"]:
+            if key in must_pass and res["rejected"]:
                 failures.append(f"{key}: {res['rejected']} reference solution(s) rejected")
     failures += [f"{n}: dataset listed in judge_check.must_pass but not in {problems_dir}"
-                 for n in cfg.must_pass if n not in report]
+                 for n in must_pass if n not in report]
     return Result(metrics={out: report}, echo="\n".join(lines),
                   error=("judge_check failed:\n  " + "\n  ".join(failures)) if failures else None)
 

@@ -46,10 +46,19 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
     engine = load_engine(params.path)
     train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)
     if engine == "verl":
+        from rlvr.config import ConfigError
         from rlvr.repair.verl_tool import run_repair_verl
 
+        if cfg.train.warmup_epochs > 0:  # the local engine's supervised warm start has no verl counterpart
+            raise ConfigError(f"repair.train.warmup_epochs={cfg.train.warmup_epochs}: the warm start exists only in "
+                              "the local engine; set it to 0 under engine verl")
+        if cfg.train.max_steps == 0:  # no training, as in the local engine: the input model is published unchanged
+            from rlvr.train.local.repair import publish_unchanged
+
+            return {"engine": engine, **publish_unchanged(model_in, out_model)}
         training = run_repair_verl(cfg, params.path, model_in, train,
-                                   load_problem_sets(problems_dir, common.eval_sets), out_model, curves)
+                                   load_problem_sets(problems_dir, common.eval_sets), out_model, curves,
+                                   reward_shaping=params.raw().get("reward_shaping"))
     else:
         from rlvr.train.local.repair import run_repair_training
 

@@ -33,14 +33,14 @@ __all__ = ["SCALE_KEYS", "ProfileError", "apply_profile", "load_scale_profile", 
 # Hyperparameters whose tiny-model value is wrong at any other scale: a complete profile sets each of them (a dotted
 # path into params.yaml). Lengths, learning rates, step counts, group size, batch sizes and the repair budget.
 SCALE_KEYS: tuple[str, ...] = (
-    "model.name",
+    "engine", "model.name",
     "train.max_prompt_length", "train.max_completion_length", "train.eval_max_new_tokens",
     "sft.learning_rate", "sft.max_steps", "sft.per_device_train_batch_size",
     "dpo.learning_rate", "dpo.max_steps", "dpo.beta", "dpo.per_device_train_batch_size", "dpo.launch",
     "grpo.learning_rate", "grpo.max_steps", "grpo.num_generations", "grpo.beta",
     "verl.train_batch_size", "verl.ppo_mini_batch_size", "verl.max_prompt_length", "verl.max_response_length",
     "verl.sft_train_batch_size", "verl.sft_max_length",
-    "repair.turn_tokens", "repair.sampling.max_new_tokens",
+    "repair.turn_tokens", "repair.feedback_chars", "repair.sampling.max_new_tokens",
     "repair.train.learning_rate", "repair.train.max_steps", "repair.train.num_generations",
     "repair.train.warmup_epochs",
     "baseline.backend", "baseline.sampling.max_new_tokens",

@@ -327,7 +327,7 @@ def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str 
 def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
                     val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
                     runner: Any = subprocess.run, python: str = sys.executable,
-                    check: Any = "default") -> dict[str, Any]:
+                    check: Any = "default", reward_shaping: Any = None) -> dict[str, Any]:
     """Repair training on verl (engine ``verl``): GRPO through the tool agent loop (:class:`FinalAnswerAgentLoop`)
     with our tools.
 
@@ -342,7 +342,9 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
     :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
     the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
-    (:func:`rlvr.train.verl.launch.propagated_env`). Returns ``{engine, method, steps, checkpoint, reward_first,
+    (:func:`rlvr.train.verl.launch.propagated_env`, :func:`rlvr.train.verl.launch.worker_env`). ``reward_shaping``:
+    the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository.
+    Returns ``{engine, method, steps, checkpoint, reward_first,
     reward_last}``.
     Raises ``subprocess.CalledProcessError`` when verl fails, ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
@@ -370,8 +372,9 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
+        reward_shaping=reward_shaping,
         section="repair.train",
-        ray_env=vlaunch.propagated_env(),
+        ray_env=vlaunch.worker_env(log_path, load_profile(vcfg.profile)),
     ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)

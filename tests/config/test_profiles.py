@@ -79,11 +79,12 @@ def test_7b_profile_effective_verl_and_trl_config(tmp_path):
     assert g["trainer.total_training_steps"] == "100"                  # grpo.max_steps mapped, not dropped
     assert g["data.max_response_length"] == "2048" and g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "2"
     assert g["trainer.n_gpus_per_node"] == "4" and g["data.train_batch_size"] == "128"
-    assert g["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == "4096"
+    assert g["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == "8192"
+    assert p["engine"] == "verl"
     assert s["optim.lr"] == "1e-05" and s["optim.lr_scheduler_type"] == "cosine" and s["data.max_length"] == "4096"
     assert p["sft"]["epochs"] == 2 and p["train"]["max_completion_length"] == 2048
     assert p["dpo"]["lora_r"] == 64 and p["dpo"]["launch"] == {"processes": 4, "mode": "ddp"}
-    assert p["repair"]["turn_tokens"] == 1024 and "{prompt}" not in p["repair"]["feedback_template"]
+    assert p["repair"]["turn_tokens"] == 768 and "{prompt}" not in p["repair"]["feedback_template"]
     assert p["repair"]["train"]["warmup_epochs"] == 0
     assert p["eval"]["backend"] == "vllm" and p["eval"]["greedy"]["max_new_tokens"] == 1024
     # the tiny values of params.yaml do not leak
@@ -147,7 +148,7 @@ def test_scale_keys_exist_in_the_schemas():
               "baseline": BaselineParams, "train": TrainCommon}
     for key in SCALE_KEYS:
         section, *rest = key.split(".")
-        if section in ("model", "eval"):
+        if section in ("model", "eval", "engine"):
             continue
         model = models[section]
         for part in rest:
@@ -180,3 +181,15 @@ def test_repair_turn_budget_must_agree_with_the_per_turn_sampling():
     ok = RepairParams.model_validate({"datasets": [], "turn_tokens": 64, "sampling": {"max_new_tokens": 64},
                                       "train": {"rollout_max_new_tokens": 64}})
     assert ok.turn_tokens == 64
+
+
+def test_one_sequence_must_fit_a_micro_batch():
+    """verl's dynamic batching asserts it; rlvr says so before launching (the 7B repair budget once exceeded it)."""
+    hw = VerlProfile(model="m", n_gpus_per_node=1, ppo_max_token_len_per_gpu=4096, log_prob_max_token_len_per_gpu=2048)
+    verl = VerlParams(train_batch_size=8, ppo_mini_batch_size=8, max_prompt_length=1024, max_response_length=2048)
+    with pytest.raises(ConfigError, match=r"log_prob_max_token_len_per_gpu=2048 tokens < .* = 3072 \(repair\.train\)"):
+        grpo_overrides(GRPOParams(), verl, hw, train_files="t", val_files="v", model_path="m", reward_mode="sparse",
+                       ckpt_dir="c", experiment_name="x", section="repair.train")
+    ok = hw.model_copy(update={"log_prob_max_token_len_per_gpu": 4096})
+    assert grpo_overrides(GRPOParams(), verl, ok, train_files="t", val_files="v", model_path="m",
+                          reward_mode="sparse", ckpt_dir="c", experiment_name="x")

@@ -208,3 +208,15 @@ def test_sft_launch_drops_the_ray_noset_variable_and_grpo_sets_it_on_several_gpu
     assert NOSET_CUDA_VISIBLE_DEVICES not in seen and seen["A"] == "1"
     assert NOSET_CUDA_VISIBLE_DEVICES not in ray_env(n_gpus=1)
     assert ray_env(n_gpus=2)[NOSET_CUDA_VISIBLE_DEVICES] == "1"
+
+
+def test_worker_env_carries_the_logger_path_and_the_gpu_setting(tmp_path, monkeypatch):
+    """An existing Ray cluster gets only runtime_env: the file logger's path and the several-GPU setting go there."""
+    from rlvr.train.verl.launch import NOSET_CUDA_VISIBLE_DEVICES, worker_env
+    from rlvr.train.verl.params import VerlProfile
+
+    monkeypatch.setenv("RLVR_SANDBOX_URL", "http://judge:8080")
+    env = worker_env(tmp_path / "logs" / "a.jsonl", VerlProfile(model="m", n_gpus_per_node=2))
+    assert env["VERL_FILE_LOGGER_PATH"] == str((tmp_path / "logs" / "a.jsonl").resolve())
+    assert env[NOSET_CUDA_VISIBLE_DEVICES] == "1" and env["RLVR_SANDBOX_URL"] == "http://judge:8080"
+    assert NOSET_CUDA_VISIBLE_DEVICES not in worker_env(tmp_path / "b.jsonl", VerlProfile(model="m", n_gpus_per_node=1))

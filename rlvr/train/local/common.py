@@ -130,8 +130,9 @@ def grpo_rows(problems: Sequence[Problem]) -> list[dict[str, Any]]:
 def set_seed(seed: int, cpu_threads: int | None = None) -> None:
     """Make a local training run a function of its inputs: seed Python, NumPy and torch (``transformers.set_seed``),
     fix torch's intra-op CPU threads to ``cpu_threads`` (``torch.set_num_threads``, process-wide; ``None`` leaves
-    them) and ask torch for deterministic algorithms (``torch.use_deterministic_algorithms(True, warn_only=True)``:
-    an op without a deterministic implementation warns instead of failing, none does on the CPU paths used here).
+    them) and, on a machine without CUDA, ask torch for deterministic algorithms
+    (``torch.use_deterministic_algorithms(True, warn_only=True)``: an op without a deterministic implementation warns
+    instead of failing, none does on the CPU paths used here; on GPUs bitwise reproducibility is not promised).
 
     Why the thread count: a CPU reduction is split into one partial sum per thread, so its last bits follow the
     thread count, and torch's default is the machine's core count (a 2-core and a 4-core machine would train
@@ -147,7 +148,8 @@ def set_seed(seed: int, cpu_threads: int | None = None) -> None:
     hf_set_seed(seed)
     if cpu_threads is not None:
         torch.set_num_threads(cpu_threads)
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    if not torch.cuda.is_available():  # on GPUs it would pick slower kernels and need CUBLAS_WORKSPACE_CONFIG
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 def fit(trainer_cls: Any, policy: str | Path, args: Any, train_dataset: Any, curves: TsvCurves, run_dir_: str | Path,

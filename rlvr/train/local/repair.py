@@ -206,6 +206,13 @@ def turn_penalty_reward(turn_penalty: float) -> Callable[..., list[float]]:
     return turn_penalty_fn
 
 
+def publish_unchanged(model_dir: str | Path, out_model_dir: str | Path) -> dict[str, Any]:
+    """``repair.train.max_steps: 0`` on any engine: copy the input model's files to ``out_model_dir`` (atomically)
+    and return ``{"skipped": True, "steps": 0}``."""
+    _copy_model(model_dir, out_model_dir)
+    return {"skipped": True, "steps": 0}
+
+
 def _copy_model(src: str | Path, dst: str | Path) -> None:
     with atomic_dir(Path(dst)) as tmp:
         for f in Path(src).iterdir():

@@ -56,6 +56,7 @@ __all__ = [
     "ray_env",
     "run_grpo_verl",
     "run_sft_verl",
+    "worker_env",
 ]
 
 Runner = Callable[..., Any]
@@ -100,6 +101,17 @@ def ray_env(ray_address: str | None = None, n_gpus: int = 1) -> dict[str, str]:
         env[NOSET_CUDA_VISIBLE_DEVICES] = "1"
     if ray_address:
         env["RAY_ADDRESS"] = ray_address
+    return env
+
+
+def worker_env(log_path: str | Path, profile: VerlProfile) -> dict[str, str]:
+    """What every Ray worker of a GRPO/repair run gets through ``runtime_env``: :func:`propagated_env`, verl's file
+    logger path (``VERL_FILE_LOGGER_PATH``, absolute: the logger lives in a Ray actor) and, on several GPUs,
+    :data:`NOSET_CUDA_VISIBLE_DEVICES`. On a local cluster the workers would inherit these from the driver; on an
+    existing one (``RAY_ADDRESS``) only ``runtime_env`` reaches them."""
+    env = {**propagated_env(), "VERL_FILE_LOGGER_PATH": str(Path(log_path).resolve())}
+    if profile.n_gpus_per_node * profile.nnodes > 1:
+        env[NOSET_CUDA_VISIBLE_DEVICES] = "1"
     return env
 
 
@@ -183,7 +195,7 @@ def run_grpo_verl(
         grpo, verl, profile, train_files=Path(train_files).resolve(), val_files=Path(val_files).resolve(),
         model_path=model_path, reward_mode=reward_mode, ckpt_dir=ckpt_dir.resolve(),
         experiment_name=experiment_name, rollout_data_dir=rollouts.resolve(), reward_shaping=reward_shaping,
-        judge_log_dir=(run / "judge").resolve(), ray_env=propagated_env(),
+        judge_log_dir=(run / "judge").resolve(), ray_env=worker_env(log_path, profile),
     )
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)

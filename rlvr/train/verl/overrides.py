@@ -242,6 +242,15 @@ def grpo_overrides(
     a = "actor_rollout_ref"
     use_kl = grpo.beta > 0
     where = section
+    seq = verl.max_prompt_length + verl.max_response_length
+    if profile.use_dynamic_bsz:  # verl's rearrange_micro_batches asserts that one sequence fits a micro batch
+        caps = [("ppo_max_token_len_per_gpu", profile.ppo_max_token_len_per_gpu)]
+        if profile.log_prob_max_token_len_per_gpu is not None:
+            caps.append(("log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu))
+        for name, cap in caps:
+            if cap < seq:
+                raise ConfigError(f"profile {name}={cap} tokens < verl.max_prompt_length + max_response_length = {seq} "
+                                  f"({where}): one sequence would not fit a micro batch")
     steps = steps_for(verl.total_training_steps, getattr(grpo, "max_steps", None), where)
     attn, rmpad = resolve_attention(profile)
     pairs: list[tuple[str, Any]] = [
