@@ -91,16 +91,29 @@ def quantised_limit(gt_time_s: float, min_time_limit: float = DEFAULT_MIN_TIME_L
     return max(min_time_limit, 2.0 ** math.ceil(math.log2(x))) if x > 0 else min_time_limit
 
 
+MEASURE_CEILING_S = 60.0
+"""Per-test limit (seconds) while a reference is timed: EvalPlus times its ground truth with no limit; under a real
+limit a slow test would time out, and after the judge's repeated-timeout rule the tests after it would not run at all
+and time as 0 s (seen: HumanEval/83's million-digit tests, 10 s each, stored at the 1 s floor)."""
+
+
 def _time_reference(p: Problem, judge: Any, repeats: int) -> tuple[list[float] | None, str]:
-    """Per-test wall seconds of ``p``'s first reference (minimum over ``repeats`` runs), or ``(None, reason)``."""
+    """Per-test wall seconds of ``p``'s first reference (minimum over ``repeats`` runs, every test under
+    :data:`MEASURE_CEILING_S`), or ``(None, reason)`` when the judge fails or a test times out even then."""
     best: list[float] | None = None
+    roomy = p.model_copy(update={
+        "time_limit_s": MEASURE_CEILING_S,
+        "tests": [t.model_copy(update={"time_limit_s": MEASURE_CEILING_S}) for t in p.tests]})
     for _ in range(max(1, repeats)):
         try:
-            res = judge.judge(p, p.solutions[0])
+            res = judge.judge(roomy, p.solutions[0])
         except Exception as exc:  # infrastructure: reported, never silent
             return None, f"judge_error: {type(exc).__name__}: {exc}"[:300]
         if len(res.tests) != len(p.tests) or any(t.verdict == "sandbox_error" for t in res.tests):
             return None, f"judge_error: {res.message}"[:300]
+        slow = [i for i, t in enumerate(res.tests) if t.verdict == "timeout"]
+        if slow:
+            return None, f"timeout: test {slow[0]} over {MEASURE_CEILING_S:g} s"
         times = [float(t.time_s) for t in res.tests]
         best = times if best is None else [min(a, b) for a, b in zip(best, times, strict=True)]
     return best, ""

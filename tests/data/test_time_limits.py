@@ -192,3 +192,32 @@ def test_oracle_filling_retries_a_reference_slowed_past_its_limit():
     (out,), rep = fill_expected([p], judge, measure_limits=False)
     assert [t.expected for t in out.tests] == ["0", "1", "2"] and rep["tests_failed"] == 0
     assert judge.limits == [6.0, 6.0 * FILL_RETRY_FACTOR]
+
+
+def test_references_are_timed_without_a_real_limit_and_a_timeout_is_never_a_fast_test():
+    """Timed under its own limits, a slow test times out and the judge skips the tests after it (time 0 s): they
+    would be stored at the floor. The measurement runs every test under MEASURE_CEILING_S and a test that still
+    times out leaves the problem untimed (listed), never at the floor."""
+    from rlvr.data.evalplus_limits import MEASURE_CEILING_S
+
+    seen = []
+
+    class Ceiling(_TimingJudge):
+        def judge(self, problem, solution):
+            seen.append([t.time_limit_s for t in problem.tests] + [problem.time_limit_s])
+            return super().judge(problem, solution)
+
+    p = _ep(n=2)
+    p = p.model_copy(update={"tests": [t.model_copy(update={"time_limit_s": None}) for t in p.tests]})
+    (out,), _ = set_time_limits([p], Ceiling([[10.0, 0.1]]), quantise=True)
+    assert seen == [[MEASURE_CEILING_S] * 3] and [t.time_limit_s for t in out.tests] == [64.0, 1.0]
+
+    class TimesOut(_TimingJudge):
+        def judge(self, problem, solution):
+            tests = [TestResult(index=0, verdict="timeout", time_s=MEASURE_CEILING_S),
+                     TestResult(index=1, verdict="timeout", time_s=0.0, message="not run after repeated timeouts")]
+            return JudgeResult(verdict="timeout", passed=0, total=2, pass_ratio=0.0, judge_s=0.1, tests=tests)
+
+    (out,), report = set_time_limits([p], TimesOut([[0]]), quantise=True)
+    assert report["not_timed"] == [{"id": p.id, "reason": f"timeout: test 0 over {MEASURE_CEILING_S:g} s"}]
+    assert all(t.time_limit_s is None for t in out.tests)
