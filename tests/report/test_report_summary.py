@@ -47,7 +47,9 @@ def test_rows_in_pipeline_order_with_deltas_to_previous_phase() -> None:
 
 
 def test_committed_metrics_summary_matches_the_file() -> None:
-    data = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    from rlvr.io import read_metrics
+
+    data = read_metrics(COMMITTED)  # scores + provenance (the eval stage writes them split)
     rows = {r["phase"]: r for r in summary_rows(data)["synthetic"]}
     for phase, r in rows.items():
         if r["seed_mean"]:
