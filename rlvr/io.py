@@ -29,6 +29,7 @@ __all__ = [
     "merge_metrics",
     "metric_names",
     "read_appended_jsonl",
+    "read_json_object",
     "read_metrics",
     "split_metrics",
     "write_metrics",
@@ -221,6 +222,19 @@ def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path,
     return paths
 
 
+def read_json_object(path: str | Path) -> dict[str, Any]:
+    """A JSON file holding one object. Raises ``ValueError`` naming the file (line, column) when it is not valid JSON
+    or not an object."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
 def read_metrics(path: str | Path) -> dict[str, Any] | None:
     """The whole report behind the metrics file ``path``: its scores, cost and provenance files merged
     (:func:`layout_paths`; keys then sorted at every level, the order a stage writes, since a merge would put the scores
@@ -230,13 +244,7 @@ def read_metrics(path: str | Path) -> dict[str, Any] | None:
     for p in layout_paths(path):
         if not p.is_file():
             continue
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{p}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-        if not isinstance(data, dict):
-            raise ValueError(f"{p}: expected a JSON object, got {type(data).__name__}")
-        parts.append(data)
+        parts.append(read_json_object(p))
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else _sorted(merge_metrics(*parts))

@@ -9,12 +9,13 @@ file>``). They are plain DVC outs, not ``metrics``, so ``dvc metrics diff`` stay
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
+
+from rlvr.io import read_json_object
 
 __all__ = ["cost_files", "format_cost", "main"]
 
@@ -35,13 +36,7 @@ def cost_files(metrics_dir: str | Path = "metrics", match: Sequence[str] = ()) -
 
 def _read(path: Path) -> dict[str, Any]:
     """One cost file alone (not merged with the scores beside it). Raises ``ValueError`` naming the file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
+    return read_json_object(path)
 
 
 def _flat(obj: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
