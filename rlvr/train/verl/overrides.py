@@ -25,7 +25,6 @@ the installed verl. Notable 0.9.1 facts:
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -35,6 +34,15 @@ from rlvr.config import ConfigError
 from rlvr.io import atomic_write_text
 from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
 from rlvr.train.verl.compat import RAY_HOOK_OVERRIDE
+from rlvr.train.verl.mapping import (
+    epochs_for,
+    local_or_id,
+    ray_env_override,
+    resolve_attention,
+    save_freq_for,
+    scheduler_for,
+    steps_for,
+)
 from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
 
 __all__ = [
@@ -73,74 +81,6 @@ LOSS_AGG_MODE: dict[str, str] = {
     "dapo": "token-mean",
     "bnpo": "token-mean",
 }
-
-
-def epochs_for(total_epochs: int, total_training_steps: int | None) -> int:
-    """``trainer.total_epochs`` for verl: ``total_epochs``, raised to ``total_training_steps`` when that is set.
-
-    verl 0.9.1's trainers loop over epochs and stop at ``total_training_steps``, but also when the epochs run out,
-    and save the final checkpoint only at ``total_training_steps``: with fewer batches than steps (a small set, one
-    epoch) the run ended after the last batch with no checkpoint (seen on the H100: 2 of 5 GRPO steps). Every epoch
-    has at least one step, so ``total_training_steps`` epochs always reach the step count."""
-    return max(total_epochs, total_training_steps or 0)
-
-
-def resolve_attention(profile: VerlProfile, has_flash_attn: bool | None = None) -> tuple[str, bool]:
-    """``(attn_implementation, use_remove_padding)`` for a profile on this machine.
-
-    ``auto`` picks ``flash_attention_2`` when the ``flash_attn`` package is importable (``has_flash_attn``, default:
-    probed with ``importlib.util.find_spec``), else ``sdpa`` (PyTorch's fused attention; no flash-attn wheel exists for
-    torch 2.11 + CUDA 13). Padding removal follows flash-attn (verl's packed batches call its varlen kernels) unless
-    the profile fixes it. Raises :class:`ConfigError` for ``use_remove_padding: true`` without flash-attn."""
-    import importlib.util
-
-    if has_flash_attn is None:
-        has_flash_attn = importlib.util.find_spec("flash_attn") is not None
-    attn = profile.attn_implementation
-    if attn == "auto":
-        attn = "flash_attention_2" if has_flash_attn else "sdpa"
-    if attn == "flash_attention_2" and not has_flash_attn:
-        raise ConfigError("profile attn_implementation: flash_attention_2 but the flash_attn package is not installed "
-                          "(use auto or sdpa)")
-    rmpad = profile.use_remove_padding if profile.use_remove_padding is not None else attn == "flash_attention_2"
-    if rmpad and attn != "flash_attention_2":
-        raise ConfigError(f"profile use_remove_padding: true needs flash_attention_2 (attention is {attn})")
-    return attn, rmpad
-
-
-def steps_for(verl_steps: int | None, stage_steps: int | None, where: str) -> int | None:
-    """verl's ``trainer.total_training_steps``: ``verl.total_training_steps``, else the stage's ``max_steps`` (``<= 0``
-    = none, then epochs decide). Raises :class:`ConfigError` when both are set and differ: verl would silently
-    ignore the stage's value."""
-    stage = stage_steps if stage_steps is not None and stage_steps > 0 else None
-    if verl_steps is not None and stage is not None and verl_steps != stage:
-        raise ConfigError(f"{where}.max_steps={stage} and verl.total_training_steps={verl_steps} disagree; set one "
-                          "(verl trains verl.total_training_steps, or the stage's max_steps when that is null)")
-    return verl_steps if verl_steps is not None else stage
-
-
-def scheduler_for(kind: str, where: str) -> str:
-    """The stage's ``lr_scheduler_type`` as verl's ``optim.lr_scheduler_type``: ``constant`` or ``cosine`` (verl
-    0.9.1 has no other). Raises :class:`ConfigError` naming ``<where>.lr_scheduler_type`` otherwise."""
-    if kind not in ("constant", "cosine"):
-        raise ConfigError(f"{where}.lr_scheduler_type: {kind!r} is not available in verl (constant or cosine)")
-    return kind
-
-
-def save_freq_for(save_freq: int) -> int:
-    """``trainer.save_freq`` for verl's PPO/GRPO trainer: ``save_freq``, or 10**9 when it is <= 0.
-
-    verl 0.9.1's v1 PPO trainer (``verl/trainer/ppo/v1/trainer_base.py``) saves only when ``save_freq > 0`` (then at
-    every multiple and at the last step), so ``-1`` left no checkpoint to merge (seen on the H100). A period longer
-    than any run saves the last step only, which is what ``save_freq: -1`` means here."""
-    return save_freq if save_freq > 0 else 10**9
-
-
-def local_or_id(model: str | Path) -> str:
-    """An existing local folder as an absolute path (verl's Ray workers and torchrun ranks do not run in the stage's
-    working directory), anything else (a Hub id) unchanged."""
-    p = Path(model)
-    return str(p.resolve()) if p.exists() else str(model)
 
 
 def _v(x: Any) -> str:
@@ -348,35 +288,6 @@ def grpo_overrides(
     # driver's where/how settings (RLVR_*, WANDB_*…) through the job's runtime_env, on a local or an existing cluster
     return [*_kv(pairs), RAY_HOOK_OVERRIDE, *([ray_env_override(ray_env)] if ray_env else []),
             *profile.extra_overrides]
-
-
-def _hydra_quoted(v: str) -> str:
-    """``v`` escaped for the inside of a single-quoted Hydra override value (Hydra docs, "Override grammar: quoted
-    values"): a backslash is literal except before a quote or at the end, where it is doubled; a quote is
-    ``\\'``."""
-    v = re.sub(r"(\\*)'", lambda m: m.group(1) * 2 + "\\'", v)
-    return re.sub(r"(\\+)$", lambda m: m.group(1) * 2, v)
-
-
-def ray_env_override(env: Mapping[str, str]) -> str:
-    """One Hydra override putting ``env`` into Ray's job ``runtime_env.env_vars``:
-    ``+ray_kwargs.ray_init.runtime_env.env_vars={K:'v',…}``.
-
-    verl 0.9.1's ``main_ppo.run_ppo`` merges ``ray_kwargs.ray_init.runtime_env`` over its own defaults
-    (``constants_ppo.get_ppo_ray_runtime_env``) and passes the result to ``ray.init``; a ``runtime_env`` given to
-    ``ray.init`` is the job's, applied to every worker and actor of the job on every node (Ray docs, "Runtime
-    environments"), also when ``ray.init`` joins an existing cluster (``RAY_ADDRESS``), whose raylets were started
-    with another environment. Every value is quoted, so Hydra keeps it a string (Ray requires ``str`` values; an
-    unquoted ``8`` or ``true`` would become an int or a bool). Raises ``ValueError`` for a name that is not an
-    environment variable name, or a value holding ``${`` (an interpolation to OmegaConf)."""
-    items = []
-    for k, v in sorted(env.items()):
-        if not k or not (k[0].isalpha() or k[0] == "_") or not all(c.isalnum() or c == "_" for c in k):
-            raise ValueError(f"ray_env: {k!r} is not an environment variable name")
-        if "${" in str(v):  # OmegaConf would resolve it as an interpolation (verl resolves its config)
-            raise ValueError(f"ray_env: the value of {k} holds '${{', which verl's config would interpolate")
-        items.append(f"{k}:'{_hydra_quoted(str(v))}'")
-    return "+ray_kwargs.ray_init.runtime_env.env_vars={" + ",".join(items) + "}"
 
 
 def sft_overrides(
