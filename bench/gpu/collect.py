@@ -8,9 +8,11 @@ verl file-logger lines (``.cache/train/<stage>/…/logs/attempt-*.jsonl``: per s
 generation), ``timing_s/reward`` (reward outside the agent loop), ``timing_s/update_actor`` (training),
 ``timing_s/step`` (the whole step, seconds), ``response_length/mean`` (tokens)), the rollout dumps
 (``rollouts/<step>.jsonl``: samples per step) and the judge log (``judge/*.jsonl``, :mod:`rlvr.reward.judge_log`:
-per training sample ``judge_s``, the judge's own seconds for that sample, assigned to steps). Judge share of a step
-= (sum of the step's ``judge_s``) / ``timing_s/step``: judge CPU-seconds per step-second (it can exceed 1 when
-samples are judged in parallel). Generated tokens/s of a verl step = samples × ``response_length/mean`` /
+per training sample ``judge_s``, the judge's own seconds for that sample, assigned to steps). ``judge_share`` of a
+step = (sum of the step's ``judge_s``) / ``timing_s/step``: summed judge seconds per step-second (it can exceed 1 when
+samples are judged in parallel); ``judge_wall_share`` = ``judge_wall_s`` (wall seconds during which at least one
+sample was being judged, :func:`rlvr.reward.judge_log.judge_seconds_per_step`) / ``timing_s/step``: the judge's
+wall-time share of the step. Generated tokens/s of a verl step = samples × ``response_length/mean`` /
 ``timing_s/gen``.
 
     python bench/gpu/collect.py --res /root/gpu_results --repo . --out results.json    # on the GPU machine
@@ -81,8 +83,9 @@ def verl_steps(run_dir: Path, curves: Path | None = None) -> list[dict[str, Any]
     dumps' exact mtimes), else from the judge log here (an archive keeps mtimes to the second only)."""
     from rlvr.reward import judge_log  # the suite runs with the repo on PYTHONPATH
 
-    judged = _curves_judge(curves) or judge_log.judge_seconds_per_step(
-        judge_log.read_judge_log(run_dir / "judge"), judge_log.dump_times(run_dir / "rollouts"))
+    logged = judge_log.judge_seconds_per_step(judge_log.read_judge_log(run_dir / "judge"),
+                                              judge_log.dump_times(run_dir / "rollouts"))
+    judged = _curves_judge(curves) or logged
     by_step: dict[int, dict[str, Any]] = {}
     for log in sorted((run_dir / "logs").glob("attempt-*.jsonl")):
         for rec in _jsonl(log):
@@ -100,6 +103,9 @@ def verl_steps(run_dir: Path, curves: Path | None = None) -> list[dict[str, Any]
         row["judged"] = judge["judged"] if judge else None
         row["judge_s"] = round(judge["judge_s"], 3) if judge else None
         row["judge_share"] = round(judge["judge_s"] / row["step_s"], 3) if judge and row["step_s"] else None
+        wall = (logged.get(step) or {}).get("judge_wall_s")
+        row["judge_wall_s"] = round(wall, 3) if wall is not None else None
+        row["judge_wall_share"] = round(wall / row["step_s"], 3) if wall is not None and row["step_s"] else None
         if samples and row["generation_s"] and row["response_length"] is not None:
             row["gen_tokens_per_s"] = round(len(samples) * row["response_length"] / row["generation_s"], 1)
         row["reward_mean"] = data.get("critic/score/mean")
@@ -132,10 +138,12 @@ def _ckpt_run_dir(repo: Path, checkpoint: Any) -> Path | None:
 def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
     """One part's entry: the run row plus what its metrics and logs say."""
     name = row["part"]
+    name = name[len("dvc_"):] if name.startswith("dvc_") else name  # run_gpu.sh dvc:<stage> parts (dvc repro -s)
     out: dict[str, Any] = {"ran": row["rc"] == 0, "rc": row["rc"], "wall_s": row["wall_s"],
                            "peak_gpu_mib": row.get("peak_gpu_mib")}
     metrics_file = {"baseline_hf": "baseline_hf", "baseline_vllm": "baseline_vllm",
-                    "baseline_openai": "baseline_openai", "big_baseline": "big_baseline_vllm", "sft": "sft",
+                    "baseline_openai": "baseline_openai", "baseline": "baseline", "dpo": "dpo",
+                    "big_baseline": "big_baseline_vllm", "sft": "sft",
                     "grpo": "grpo/seed-1", "big_grpo": "big_grpo/seed-1", "repair": "repair",
                     "repair_tool": "repair_tool", "big_sft": "big_sft", "big_openai": "big_baseline_openai",
                     "big_repair": "big_repair"}.get(name)
@@ -162,7 +170,8 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
         if dirs:
             steps = verl_steps(dirs[-1], curves)
             out["per_step"] = steps
-            out["mean_step"] = {k: _mean(steps, k) for k in (*STEP_KEYS, "judge_s", "judge_share",
+            out["mean_step"] = {k: _mean(steps, k) for k in (*STEP_KEYS, "judge_s", "judge_share", "judge_wall_s",
+                                                               "judge_wall_share",
                                                                "gen_tokens_per_s", "num_turns")}
     return out
 

@@ -4,7 +4,8 @@
 #
 #   bash bench/gpu/run_gpu.sh [PART ...]      # default: all parts in order
 #
-# Parts: env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo big_sft big_openai
+# Parts: dvc:STAGE (that DVC stage, e.g. dvc:grpo@1, via `dvc repro --no-commit -s`; bench/gpu/dvc_setup.sh first),
+# env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo big_sft big_openai
 # big_repair (big_*: the ~0.5B random-init models/big, built here when missing). Each runs a stage script
 # directly (no DVC), timed, with `nvidia-smi` sampling GPU memory every 0.5 s; its log goes to $RES/logs/<part>.log
 # and its row (rc, wall seconds, peak GPU memory) to $RES/parts.jsonl. Results accumulate in $RES across calls, and
@@ -114,6 +115,10 @@ run_part() {
     s7_repair) part s7_repair $PY stages/repair.py --params params.7b.yaml --model models/s7_grpo/seed-1 \
       --out-model models/s7_repair --out-dir data/s7_repair --metrics metrics/s7_repair.json \
       --curves metrics/s7_repair/curves.tsv ;;
+    # dvc:STAGE: the stage through DVC (`dvc repro --no-commit -s STAGE`, in a copy set up by dvc_setup.sh); the
+    # model-only FSDP checkpoints it leaves (30 GB at 7B) are removed after it, or the disk fills by the third stage
+    dvc:*) local st="${1#dvc:}"; part "dvc_${st%@*}" dvc repro --no-commit -s "$st"
+      find .cache/train -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null; df -h . | tail -1 ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }

@@ -28,7 +28,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["SCALE_KEYS", "ProfileError", "apply_profile", "load_scale_profile", "missing_scale_keys", "profile_keys"]
+__all__ = ["DATA_SECTIONS", "SCALE_KEYS", "ProfileError", "apply_profile", "load_scale_profile", "missing_scale_keys",
+           "profile_keys"]
 
 # Hyperparameters whose tiny-model value is wrong at any other scale: a complete profile sets each of them (a dotted
 # path into params.yaml). Lengths, learning rates, step counts, group size, batch sizes and the repair budget.
@@ -46,6 +47,12 @@ SCALE_KEYS: tuple[str, ...] = (
     "baseline.backend", "baseline.sampling.max_new_tokens",
     "eval.backend", "eval.greedy.max_new_tokens", "eval.sampling.max_new_tokens",
 )
+
+
+# What the data stages (governance, manifests, judge_check) read, plus the pipeline's own grain: a profile may not set
+# them, so those stages do not track the profile (dvc.yaml) and `dvc exp run -S profile=...` re-runs only from the model
+# on: the audited problems, the manifests and the judge's semantics are the same at every scale.
+DATA_SECTIONS: tuple[str, ...] = ("governance", "manifests", "judge_check", "judge", "synthetic", "seeds", "profile")
 
 
 class ProfileError(ValueError):
@@ -136,13 +143,17 @@ def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml
     ``profile`` is a path relative to the params file's folder. The result's ``verl.profile`` is set to the profile
     (so the verl engine reads its ``hardware`` block).
 
-    Raises :class:`ProfileError`: the profile is missing/invalid, or ``complete`` and a :data:`SCALE_KEYS` entry is
-    unset (the message lists them)."""
+    Raises :class:`ProfileError`: the profile is missing/invalid, sets one of :data:`DATA_SECTIONS`, or is
+    ``complete`` and a :data:`SCALE_KEYS` entry is unset (the message lists them)."""
     sel = params.get("profile")
     if not sel:
         return params
     path = Path(params_path).parent / str(sel)
     prof = load_scale_profile(path)
+    data = sorted(set(prof["params"]) & set(DATA_SECTIONS))
+    if data:
+        raise ProfileError(f"{path}: a scale profile may not set {', '.join(data)} (data sections: the same at every "
+                           "scale; set them in params.yaml)")
     if prof["complete"]:
         missing = missing_scale_keys(prof["params"])
         if missing:

@@ -37,7 +37,7 @@ from typing import Any
 
 from rlvr.io import read_appended_jsonl
 
-__all__ = ["append_record", "dump_times", "judge_seconds_per_step", "read_judge_log", "require_judged"]
+__all__ = ["append_record", "dump_times", "judge_seconds_per_step", "read_judge_log", "require_judged", "union_seconds"]
 
 _lock = threading.Lock()
 
@@ -113,24 +113,46 @@ def judge_seconds_per_step(
         exclude_splits: ``split`` values of validation-only samples, left out.
 
     Returns:
-        ``{step: {"judge_s": summed judge seconds, "judged": samples, "tool_parse_failures": summed}}`` for steps
-        with at least one record;
-        records after the last dump (a step that never finished) are dropped.
+        ``{step: {"judge_s": summed judge seconds, "judge_wall_s": wall seconds during which at least one of the
+        step's samples was being judged (the union of the intervals ``[t - judge_s, t]``, so concurrent calls count
+        once: divided by the step's wall seconds it is the judge's wall-time share), "judged": samples,
+        "tool_parse_failures": summed}}`` for steps with at least one record; records after the last dump (a step
+        that never finished) are dropped.
     """
     steps = sorted(dump_times)
     ends = [dump_times[s] for s in steps]
     out: dict[int, dict[str, float]] = {}
+    spans: dict[int, list[tuple[float, float]]] = {}
     for r in records:
         if r.get("split") in exclude_splits:
             continue
-        i = bisect_left(ends, float(r["t"]))
+        t = float(r["t"])
+        i = bisect_left(ends, t)
         if i == len(steps):
             continue
-        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judged": 0, "tool_parse_failures": 0})
+        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judge_wall_s": 0.0, "judged": 0, "tool_parse_failures": 0})
         agg["judge_s"] += float(r["judge_s"])
         agg["judged"] += 1
         agg["tool_parse_failures"] += int(r.get("tool_parse_failures") or 0)
+        spans.setdefault(steps[i], []).append((t - max(float(r["judge_s"]), 0.0), t))
+    for step, iv in spans.items():
+        out[step]["judge_wall_s"] = union_seconds(iv)
     return out
+
+
+def union_seconds(intervals: Sequence[tuple[float, float]]) -> float:
+    """Total length (seconds) of the union of ``[start, end]`` intervals: overlapping time counts once."""
+    total, cur_s, cur_e = 0.0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
 
 
 def dump_times(rollout_dir: str | Path | None) -> dict[int, float]:

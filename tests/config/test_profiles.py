@@ -193,3 +193,26 @@ def test_one_sequence_must_fit_a_micro_batch():
     ok = hw.model_copy(update={"log_prob_max_token_len_per_gpu": 4096})
     assert grpo_overrides(GRPOParams(), verl, ok, train_files="t", val_files="v", model_path="m",
                           reward_mode="sparse", ckpt_dir="c", experiment_name="x")
+
+
+def test_a_profile_may_not_set_data_sections(tmp_path):
+    """governance/manifests/judge_check do not track the profile (dvc.yaml): a profile that set their sections would
+    change their outputs unseen by DVC, so it is refused, naming the file and the section."""
+    prof = "complete: false\nparams: {governance: {near_dup_threshold: 0.9}, sft: {epochs: 1}}\n"
+    (tmp_path / "p.yaml").write_text(prof)
+    (tmp_path / "params.yaml").write_text("profile: p.yaml\ngovernance: {near_dup_threshold: 0.7}\n")
+    with pytest.raises(ConfigError, match=r"p\.yaml: a scale profile may not set governance"):
+        load_params(tmp_path / "params.yaml")
+    (tmp_path / "p.yaml").write_text("complete: false\nparams: {sft: {epochs: 1}}\n")
+    assert load_params(tmp_path / "params.yaml")["governance"]["near_dup_threshold"] == 0.7
+
+
+def test_data_stages_do_not_track_the_profile():
+    """The DVC side of the rule above: the data stages list neither the ``profile`` param nor the profiles folder, and
+    every stage that reads training/eval params lists both."""
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for name in ("governance", "manifests", "judge_check"):
+        assert "profile" not in stages[name]["params"] and "profiles" not in stages[name]["deps"], name
+    for name in ("model", "baseline", "sft", "dpo", "repair", "eval", "report"):
+        assert "profile" in stages[name]["params"] and "profiles" in stages[name]["deps"], name
+    assert "profile" in stages["grpo"]["do"]["params"]

@@ -72,8 +72,17 @@ def test_records_are_assigned_to_the_step_whose_dump_follows_them():
              (25.0, 4.0, "train"),                            # step 2 (dump at 30)
              (31.0, 8.0, "train")]]                           # after the last dump: unfinished step, dropped
     got = judge_log.judge_seconds_per_step(recs, {1: 20.0, 2: 30.0}, exclude_splits={"test"})
-    assert got == {1: {"judge_s": 3.5, "judged": 3, "tool_parse_failures": 0},
-                   2: {"judge_s": 4.0, "judged": 1, "tool_parse_failures": 0}}
+    assert got == {1: {"judge_s": 3.5, "judge_wall_s": 3.5, "judged": 3, "tool_parse_failures": 0},
+                   2: {"judge_s": 4.0, "judge_wall_s": 4.0, "judged": 1, "tool_parse_failures": 0}}
+
+
+def test_judge_wall_seconds_count_concurrent_calls_once():
+    """Eight samples judged at once for 2 s each: 16 summed judge seconds, 2 wall seconds (the wall-time share's
+    numerator); a later lone call adds its own 1 s."""
+    recs = [{"t": 12.0, "judge_s": 2.0, "split": "train"} for _ in range(8)] + [{"t": 15.0, "judge_s": 1.0}]
+    got = judge_log.judge_seconds_per_step(recs, {1: 20.0})[1]
+    assert got["judge_s"] == 17.0 and got["judge_wall_s"] == 3.0
+    assert judge_log.union_seconds([(0, 2), (1, 3), (5, 6)]) == 4 and judge_log.union_seconds([]) == 0
 
 
 def test_torn_last_line_is_skipped_and_bad_line_named(tmp_path):
