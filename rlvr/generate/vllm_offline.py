@@ -16,7 +16,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rlvr.generate.base import Completion, GenerationStats, Prompt, SamplingParams, finish_stats, is_chat
+from rlvr.generate.base import (
+    Completion,
+    GenerationStats,
+    Prompt,
+    SamplingParams,
+    finish_stats,
+    is_chat,
+    release_gpu_memory,
+)
 
 __all__ = ["VLLMGenerator", "to_vllm_sampling"]
 
@@ -82,6 +90,7 @@ class VLLMGenerator:
             kwargs["max_model_len"] = max_model_len
         kwargs.update(llm_kwargs or {})
         kwargs["generation_config"] = "vllm"  # never the model's generation_config.json defaults
+        release_gpu_memory()  # the engine needs gpu_memory_utilization x total free: drop earlier in-process caches
         self.llm = vllm.LLM(**kwargs)
 
     def generate(

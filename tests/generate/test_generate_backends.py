@@ -190,6 +190,45 @@ def test_vllm_parameter_mapping_with_fake_module(monkeypatch):
     assert llm.calls[-1][2].temperature == 0.0 and llm.calls[-1][2].top_p == 1.0 and len(greedy[0]) == 1
 
 
+def test_vllm_engine_starts_after_earlier_generators_are_collected(monkeypatch):
+    """An earlier in-process generator kept alive only by a reference cycle (as a transformers model can be) is
+    collected before the vLLM engine starts, and torch's CUDA cache is emptied where CUDA is up: the engine sizes
+    itself from the free memory (the 2 x H100 DPO stage's eval failed on 64 GB an HF check still held)."""
+    import gc
+    import weakref
+
+    fake = types.ModuleType("vllm")
+    fake.SamplingParams = _FakeSamplingParams
+    seen: list[bool] = []
+
+    class _Probe:
+        pass
+
+    probe = _Probe()
+    probe.self = probe  # a cycle: only the cycle collector frees it
+    alive = weakref.ref(probe)
+    del probe
+
+    class _LLM(_FakeLLM):
+        def __init__(self, **kwargs):
+            seen.append(alive() is None)
+            super().__init__(**kwargs)
+
+    fake.LLM = _LLM
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    emptied: list[int] = []
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(1))
+    gc.disable()
+    try:
+        make_generator("vllm", model="m")
+    finally:
+        gc.enable()
+    assert seen == [True] and emptied == [1]
+
+
 def test_unknown_backend():
     with pytest.raises(ValueError, match="unknown generation backend"):
         make_generator("tgi")

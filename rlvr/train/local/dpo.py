@@ -350,13 +350,9 @@ def launch_training(cfg: DPOParams, common: TrainCommon, model_dir: str | Path, 
                             "model_dir": str(model_dir), "out": str(out), "out_model_dir": str(out_model_dir),
                             "curves_path": str(curves_path)})
     cmd = launch_command(cfg.launch, job, mixed_precision="bf16" if cfg.bf16 else "no")
-    import gc
+    from rlvr.generate.base import release_gpu_memory
 
-    import torch
-
-    gc.collect()  # the mining generator's weights and KV blocks: give cuda:0 back to rank 0 of the launch
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
+    release_gpu_memory()  # the mining generator's weights and KV blocks: give cuda:0 back to rank 0 of the launch
     (runner or subprocess.run)(cmd, check=True)
     if not fitted.is_file():
         raise FileNotFoundError(f"{fitted}: the DPO workers wrote no result")

@@ -34,8 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     fitted = train_on_pairs(cfg, common, job["model_dir"], pairs, out, job["out_model_dir"], job["curves_path"])
     from accelerate import PartialState
 
-    if PartialState().is_main_process:
+    state = PartialState()
+    if state.is_main_process:
         atomic_write_json(out / FITTED_FILE, fitted)
+    # every rank leaves together and tears the process group down: on the 2 x H100 run a rank left without it kept
+    # polling the main rank's TCP store for two minutes after the launch had returned
+    state.wait_for_everyone()
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
     return 0
 
 
