@@ -22,6 +22,8 @@ Protocol (recorded in every metrics file under ``"protocol"``):
   generated and judged; a re-run loads the journal (last row per key wins, a torn last line is ignored) and
   generates/judges only the missing pairs. Rows judged by another judge version are re-judged (completion kept).
   Final files (``samples/``, ``per_task/``, metrics) are written atomically from the de-duplicated rows.
+* **Same inputs, same bytes**: journals and ``samples/`` hold no measured time (:func:`rlvr.eval.protocol.stored_row`);
+  the judge seconds of the rows judged in this run go to the cost file (``metrics/cost/final/eval_<phase>.json``).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from rlvr.eval.final_params import (
     load_params,
 )
 from rlvr.eval.metrics import compute_metrics, pass_at_k, per_task_counts
+from rlvr.eval.protocol import stored_row
 from rlvr.eval.provenance import model_hash, tag_of
 from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
@@ -238,9 +241,9 @@ def run_eval(
             if check_verdicts is not None:  # the judge failed on too many rows: fail before writing anything
                 check_verdicts([r["verdict"] for r in [*g_rows, *(k_rows or [])]], f"eval {name}/{ds}")
             atomic_write_json(pdir / "per_task" / f"{ds}.json", per_task)
-            atomic_write_jsonl(pdir / "samples" / f"{ds}.greedy.jsonl", g_rows)
+            atomic_write_jsonl(pdir / "samples" / f"{ds}.greedy.jsonl", map(stored_row, g_rows))  # no seconds
             if k_rows is not None:
-                atomic_write_jsonl(pdir / "samples" / f"{ds}.k.jsonl", k_rows)
+                atomic_write_jsonl(pdir / "samples" / f"{ds}.k.jsonl", map(stored_row, k_rows))
         report["protocol"] = {
             "phase": name, "model": mh, "backend": cfg.backend, "prompt_template_sha256": template_sha,
             "greedy": cfg.greedy.model_dump(mode="json"), "sampling": cfg.sampling.model_dump(mode="json"),
