@@ -1,7 +1,8 @@
 """Atomic, crash-safe file writing: outputs appear complete or not at all (temp file + ``os.replace``); the
 reading counterpart for logs that other processes append to (:func:`read_appended_jsonl`); and the metrics layout
 (:func:`write_metrics` / :func:`read_metrics`): a stage's report is split into scores (the DVC ``metrics`` file),
-cost and provenance files.
+cost and provenance files; per-step curves (:func:`write_curves` / :func:`read_curves`) likewise keep their timing
+columns out of the plotted TSV.
 
 DVC caches whatever a stage leaves behind; writing through these helpers guarantees it never caches a half-written
 file. Directories are published by building them beside the target and renaming.
@@ -15,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,9 +30,11 @@ __all__ = [
     "merge_metrics",
     "metric_names",
     "read_appended_jsonl",
+    "read_curves",
     "read_json_object",
     "read_metrics",
     "split_metrics",
+    "write_curves",
     "write_metrics",
 ]
 
@@ -265,3 +268,62 @@ def metric_names(folder: str | Path) -> list[str]:
         if d.is_dir():
             names.update(p.name for p in d.glob("*.json"))
     return sorted(names)
+
+
+# ------------------------------------------------------------------------------------------------- curves (TSV)
+# The per-step curves TSVs are DVC plots: a clean re-run must leave them byte-identical, so a column that measures time
+# (COST_KEY: seconds, throughput, memory) goes to the cost mirror of the TSV (layout_paths: metrics/grpo/seed-1.tsv ->
+# metrics/cost/grpo/seed-1.tsv), with ``step`` as its first column; read_curves joins the two back by step.
+
+
+def write_curves(path: str | Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]
+                 ) -> tuple[Path, Path | None]:
+    """Write per-step curve ``rows`` (``{"step": step, column: cell}``, cells written with ``str``; ``""`` =
+    missing) atomically as two TSVs: the plot at ``path`` (header ``step`` + the columns that are not cost) and the
+    cost mirror (:func:`layout_paths`; header ``step`` + the cost columns: names matching :data:`COST_KEY`, e.g.
+    ``judge_step_s`` seconds), so nothing load-dependent is in the plot. Without a cost column no mirror is written (a
+    stale one is removed). Returns ``(plot path, cost path or None)``. Raises ``ValueError`` when ``columns`` includes
+    ``step``."""
+    if "step" in columns:
+        raise ValueError("write_curves: 'step' is always the first column; do not list it in columns")
+    rows = list(rows)
+    cost_cols = [c for c in columns if COST_KEY.search(c)]
+    plot_cols = [c for c in columns if c not in cost_cols]
+    plot, cost, _ = layout_paths(path)
+
+    def tsv(header: list[str]) -> str:
+        lines = ["\t".join(header)] + ["\t".join(str(r.get(h, "")) for h in header) for r in rows]
+        return "\n".join(lines) + "\n"
+
+    atomic_write_text(plot, tsv(["step", *plot_cols]))
+    if not cost_cols:
+        with contextlib.suppress(FileNotFoundError):
+            cost.unlink()
+        return plot, None
+    atomic_write_text(cost, tsv(["step", *cost_cols]))
+    return plot, cost
+
+
+def _read_tsv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return [], []
+    header = lines[0].split("\t")
+    return header, [dict(zip(header, line.split("\t"), strict=False)) for line in lines[1:] if line]
+
+
+def read_curves(path: str | Path) -> tuple[list[str], list[dict[str, str]]]:
+    """``(header, rows)`` of the curves TSV ``path`` joined by ``step`` with its cost mirror (:func:`write_curves`),
+    cells as text; the header is the plot's columns, then the mirror's (less ``step``). A TSV written before the split
+    (cost columns in the plot) or without a mirror reads as it is. Raises ``FileNotFoundError`` when ``path`` does not
+    exist."""
+    plot, cost, _ = layout_paths(path)
+    header, rows = _read_tsv_rows(plot)
+    if not cost.is_file():
+        return header, rows
+    cost_header, cost_rows = _read_tsv_rows(cost)
+    by_step = {r.get("step"): r for r in cost_rows}
+    extra = [h for h in cost_header if h != "step" and h not in header]
+    for r in rows:
+        r.update({h: by_step.get(r.get("step"), {}).get(h, "") for h in extra})
+    return header + extra, rows

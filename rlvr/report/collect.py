@@ -134,13 +134,16 @@ class Phase:
 @dataclass
 class Curve:
     """One training-curve TSV: ``stage`` (``grpo``), ``seed``, ``name`` (file path under the stage folder without
-    the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`read_tsv`)."""
+    the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`read_tsv`); ``cost``: the timing columns of its
+    cost mirror (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`; e.g. ``judge_step_s`` seconds), aligned
+    with ``columns["step"]`` (NaN where a step is missing), empty without a mirror."""
 
     stage: str
     seed: int | None
     name: str
     path: Path
     columns: dict[str, list[float]]
+    cost: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -269,20 +272,30 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
             rel = tsv.relative_to(sub).with_suffix("").as_posix()
             rel_base, rel_seed = split_seed(rel)
             seed = stage_seed if stage_seed is not None else rel_seed
+            cost_tsv = layout_paths(tsv)[1]
             try:
                 cols = read_tsv(tsv)
+                cost = _aligned(read_tsv(cost_tsv), cols["step"]) if cost_tsv.is_file() else {}
             except (OSError, ValueError) as exc:
                 out.problems[str(tsv)] = str(exc)
                 continue
-            out.sources[str(tsv)] = _sha(tsv)
+            for src in (tsv, cost_tsv) if cost else (tsv,):
+                out.sources[str(src)] = _sha(src)
             run = out.training.setdefault(stage_base, TrainingRun(stage=stage_base))
-            run.curves.append(Curve(stage=stage_base, seed=seed, name=rel_base or "curves", path=tsv, columns=cols))
+            run.curves.append(Curve(stage=stage_base, seed=seed, name=rel_base or "curves", path=tsv, columns=cols,
+                                    cost=cost))
 
     audit = data_dir / "governance" / "audit.md"
     if audit.is_file():
         out.audit_md = audit.read_text(encoding="utf-8")
         out.sources[str(audit)] = _sha(audit)
     return out
+
+
+def _aligned(cols: dict[str, list[float]], steps: list[float]) -> dict[str, list[float]]:
+    """The columns of ``cols`` (but ``step``) re-ordered to ``steps`` by their ``step`` value (NaN where absent)."""
+    index = {s: i for i, s in enumerate(cols["step"])}
+    return {h: [v[index[s]] if s in index else math.nan for s in steps] for h, v in cols.items() if h != "step"}
 
 
 def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[str],
