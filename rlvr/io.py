@@ -33,9 +33,11 @@ __all__ = [
     "read_curves",
     "read_json_object",
     "read_metrics",
+    "read_metrics_folder",
     "split_metrics",
     "write_curves",
     "write_metrics",
+    "write_metrics_folder",
 ]
 
 
@@ -204,7 +206,7 @@ def merge_metrics(*parts: Any) -> dict[str, Any]:
 def layout_paths(path: str | Path) -> tuple[Path, Path, Path]:
     """``(scores, cost, provenance)`` files of the metrics file ``path``: under the nearest ancestor folder named
     ``metrics``, the cost and provenance files mirror the path in its ``cost/`` and ``provenance/`` sub-folders
-    (``metrics/final/eval_sft.json`` → ``metrics/cost/final/eval_sft.json``, ``metrics/provenance/final/…``);
+    (``metrics/final/eval_sft/syn.json`` → ``metrics/cost/final/eval_sft/syn.json``, ``metrics/provenance/final/…``);
     without such an ancestor they go to ``cost/`` and ``provenance/`` beside the file."""
     p = Path(path)
     parts = p.parts
@@ -223,6 +225,41 @@ def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path,
     for target, part in zip(paths, split_metrics(report), strict=True):
         atomic_write_json(target, part)
     return paths
+
+
+def write_metrics_folder(folder: str | Path, report: dict[str, Any]) -> list[Path]:
+    """Write each top-level entry of ``report`` as its own metrics file ``<folder>/<key>.json`` (:func:`write_metrics`:
+    scores, cost and provenance parts), so that ``dvc metrics show <folder>`` prints one row per entry (a dataset) with
+    a few short columns (``accepted@1``, ``pass@k``, ``ci.accepted@1.lo``…) instead of one row with every entry's
+    columns side by side. An entry named like a provenance block (:data:`PROVENANCE_BLOCK`, e.g. ``protocol``) is
+    written whole to the provenance part only. Returns the paths written. Raises ``TypeError`` when ``report`` or an
+    entry is not a dict, ``ValueError`` when a key is not a plain file name."""
+    if not isinstance(report, dict):
+        raise TypeError(f"a metrics report must be a dict, got {type(report).__name__}")
+    written: list[Path] = []
+    for key, entry in report.items():
+        if not isinstance(entry, dict):
+            raise TypeError(f"{folder}: entry {key!r} must be a dict to be its own metrics file, got "
+                            f"{type(entry).__name__}")
+        if not key or "/" in key or "\\" in key or key.startswith("."):
+            raise ValueError(f"{folder}: entry {key!r} is not a plain file name")
+        path = Path(folder) / f"{key}.json"
+        if key in PROVENANCE_BLOCK:
+            atomic_write_json(layout_paths(path)[2], entry)
+            written.append(layout_paths(path)[2])
+        else:
+            written.extend(write_metrics(path, entry))
+    return written
+
+
+def read_metrics_folder(folder: str | Path) -> dict[str, Any] | None:
+    """The report :func:`write_metrics_folder` wrote to ``folder``: ``{key: read_metrics(<folder>/<key>.json)}`` over
+    the names in the folder and its cost/provenance mirrors (:func:`metric_names`), keys sorted; ``None`` when there
+    are none. Raises ``ValueError`` naming a file that is not a JSON object."""
+    names = metric_names(folder)
+    if not names:
+        return None
+    return {name[: -len(".json")]: read_metrics(Path(folder) / name) for name in names}
 
 
 def read_json_object(path: str | Path) -> dict[str, Any]:

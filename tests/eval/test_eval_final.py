@@ -21,7 +21,7 @@ from rlvr.eval.final import (
     run_eval,
 )
 from rlvr.generate import Completion, GenerationStats, SamplingParams
-from rlvr.io import read_metrics
+from rlvr.io import read_metrics, read_metrics_folder
 from rlvr.judge.verdict import JudgeResult
 
 PROBLEMS = [Problem(id=f"syn/{i}", source="syn", split="dev", statement=f"Print {i}.",
@@ -182,7 +182,7 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data" / "eval",
                        tmp_path / "metrics", params=params, root=tmp_path)
     assert summary["not_run"] == ["sft", "dpo", "repair"]
-    m = read_metrics(tmp_path / "metrics" / "eval_grpo_seed1.json")
+    m = read_metrics_folder(tmp_path / "metrics" / "eval_grpo_seed1")
     assert m["syn"]["accepted@1"] == 0.5 and m["syn"]["pass@2"] == 0.5 and m["syn"]["role"] == "dev"
     assert m["syn"]["eval@budget"]["accepted@1"] == pytest.approx(2 / 6)  # tasks 0 and 2 (tokens 0, 20 <= 25)
     ci = m["syn"]["ci"]["accepted@1"]
@@ -213,8 +213,39 @@ def test_run_eval_writes_the_same_bytes_whatever_the_judge_took(tmp_path):
     a, b = tree(tmp_path / "a" / "data"), tree(tmp_path / "b" / "data")
     assert a == b and any("journal" in k for k in a) and any("samples" in k for k in a)
     ma, mb = tree(tmp_path / "a" / "metrics"), tree(tmp_path / "b" / "metrics")
-    assert {k for k in ma if ma[k] != mb[k]} == {"cost/eval_baseline.json", "cost/eval_grpo_seed1.json"}
-    assert read_metrics(tmp_path / "b" / "metrics" / "eval_baseline.json")["syn"]["judge_s_mean"] == 3.0
+    assert {k for k in ma if ma[k] != mb[k]} == {"cost/eval_baseline/syn.json", "cost/eval_grpo_seed1/syn.json"}
+    assert read_metrics_folder(tmp_path / "b" / "metrics" / "eval_baseline")["syn"]["judge_s_mean"] == 3.0
+
+
+def test_final_scores_are_one_file_per_dataset_so_a_phase_view_fits_a_terminal(tmp_path):
+    """`dvc metrics show metrics/final/eval_<phase>` prints one row per dataset: each scores file holds one dataset's
+    accepted@1, pass@k, pass_ratio and their CI bounds under short keys (no dataset name in a column), so the width
+    does not grow with the datasets; the protocol is provenance only, and the folder reads back as the whole report."""
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    write_problems(tmp_path / "problems" / "humanevalplus-v0.1.10.jsonl", PROBLEMS)
+    _model(tmp_path / "models" / "base", b"base")
+    cfg = EvalParams(datasets=[{"name": "syn", "k": True}, {"name": "humanevalplus-v0.1.10"}], n=2, ks=[1, 2],
+                     bootstrap=20)
+    run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data", tmp_path / "metrics",
+             params=GOV, root=tmp_path)
+    folder = tmp_path / "metrics" / "eval_baseline"
+    assert sorted(p.name for p in folder.iterdir()) == ["humanevalplus-v0.1.10.json", "syn.json"]
+    for name in ("syn", "humanevalplus-v0.1.10"):
+        keys = _flat_keys(json.loads((folder / f"{name}.json").read_text()))
+        assert keys <= {"accepted@1", "pass@1", "pass@2", "pass_ratio_mean", *(f"ci.{m}.{b}" for m in (
+            "accepted@1", "pass@1", "pass@2") for b in ("lo", "hi"))}, keys
+        assert max(len(k) for k in keys) <= 16 and len(keys) <= 13
+    whole = read_metrics_folder(folder)
+    assert set(whole) == {"syn", "humanevalplus-v0.1.10", "protocol"} and whole["protocol"]["n"] == 2
+    assert whole["syn"]["dataset"]["n_problems"] == 6 and "judge_s_mean" in whole["syn"]
+    assert not (tmp_path / "metrics" / "eval_baseline.json").exists()
+
+
+def _flat_keys(d: dict, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for k, v in d.items():
+        out |= _flat_keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}"}
+    return out
 
 
 def test_run_eval_refuses_test_set_in_tuning_stage(tmp_path):
@@ -316,4 +347,4 @@ def test_run_eval_writes_no_metrics_when_the_judge_failed_and_rejudges_on_resume
     gen, judge = Gen(), Judge()
     run_eval(cfg, GuardedJudge(judge, 0.05), lambda d: gen, *args, params=params, root=tmp_path)
     assert gen.generated == [] and judge.judged == 6
-    assert json.loads((tmp_path / "metrics" / "eval_baseline.json").read_text())["syn"]["accepted@1"] == 0.5
+    assert json.loads((tmp_path / "metrics" / "eval_baseline" / "syn.json").read_text())["accepted@1"] == 0.5
