@@ -6,7 +6,10 @@ tasks; a re-run generates and judges only the missing pairs, and judges again (w
 whose verdict was ``sandbox_error`` (the judge failed, the program was never scored).
 
 The journal holds no measured time (:func:`rlvr.eval.protocol.stored_row`): a row judged in this run carries its
-``judge_s`` (seconds) in memory only, for the cost metrics; a row resumed from the journal carries none.
+``judge_s`` (seconds) in memory only, for the cost metrics; a row resumed from the journal carries none. Once every
+pair is done the journal is rewritten compact (atomically): one row per key of this call, in task then sample order,
+so its bytes follow the inputs, not the run's history (a crash and resume, re-judged rows, rows of another model or
+sampling config, lines an earlier version wrote with judge seconds).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from rlvr.data.schema import Problem
 from rlvr.eval.protocol import load_keyed_rows, record_verdict, sample_key, stored_row
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
+from rlvr.io import atomic_write_jsonl
 from rlvr.progress import progress
 
 __all__ = ["evaluate_resumable"]
@@ -100,4 +104,6 @@ def evaluate_resumable(
             fh.flush()
             os.fsync(fh.fileno())
             bar.update(len(chunk))
-    return [done[k] for ks_ in keys for k in ks_]
+    rows = [done[k] for ks_ in keys for k in ks_]
+    atomic_write_jsonl(journal, (stored_row(r) for r in rows))  # compact: a function of the inputs (module doc)
+    return rows

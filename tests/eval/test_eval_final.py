@@ -86,6 +86,26 @@ def test_resume_after_crash_same_rows_no_duplicates(tmp_path):
     assert gen3.generated == [] and judge3.judged == 0 and again == strip
     # the journal holds no measured time: a resumed row carries none, a row judged in this run keeps it in memory
     assert not [r for r in partial if "judge_s" in r] and all(r["judge_s"] == 0.01 for r in rows[4:])
+    # and once complete it is compact: the crashed-and-resumed journal is the uninterrupted one, byte for byte
+    assert journal.read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
+
+
+def test_journal_is_compacted_to_the_current_keys_without_seconds(tmp_path):
+    """A journal with a torn line, a duplicate row, another model's rows and an earlier version's judge seconds ends
+    as one timing-free row per current key, the bytes a fresh run writes."""
+    fresh = tmp_path / "fresh.jsonl"
+    evaluate_resumable(PROBLEMS[:2], Gen(), Judge(), SAMPLING, 1, "m@h", fresh, "v1")
+    journal = tmp_path / "j.jsonl"
+    evaluate_resumable(PROBLEMS[:3], Gen(), Judge(), SAMPLING, 1, "other@h", journal, "v1")  # another model
+    old = [json.loads(x) for x in fresh.read_text().splitlines()]
+    with journal.open("a") as fh:
+        for r in [old[0], old[0], old[1]]:
+            fh.write(json.dumps({**r, "judge_s": 0.123}) + "\n")  # written by an earlier version
+        fh.write('{"key": "torn')
+    gen, judge = Gen(), Judge()
+    evaluate_resumable(PROBLEMS[:2], gen, judge, SAMPLING, 1, "m@h", journal, "v1")
+    assert gen.generated == [] and judge.judged == 0
+    assert journal.read_bytes() == fresh.read_bytes()
 
 
 def test_torn_journal_line_and_new_judge_version(tmp_path):
