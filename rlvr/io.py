@@ -1,7 +1,8 @@
 """Atomic, crash-safe file writing: outputs appear complete or not at all (temp file + ``os.replace``); the
 reading counterpart for logs that other processes append to (:func:`read_appended_jsonl`); and the metrics layout
 (:func:`write_metrics` / :func:`read_metrics`): a stage's report is split into scores (the DVC ``metrics`` file),
-cost and provenance files.
+cost and provenance files; per-step curves (:func:`write_curves` / :func:`read_curves`) likewise keep their timing
+columns out of the plotted TSV.
 
 DVC caches whatever a stage leaves behind; writing through these helpers guarantees it never caches a half-written
 file. Directories are published by building them beside the target and renaming.
@@ -15,7 +16,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -29,10 +30,14 @@ __all__ = [
     "merge_metrics",
     "metric_names",
     "read_appended_jsonl",
+    "read_curves",
     "read_json_object",
     "read_metrics",
+    "read_metrics_folder",
     "split_metrics",
+    "write_curves",
     "write_metrics",
+    "write_metrics_folder",
 ]
 
 
@@ -201,7 +206,7 @@ def merge_metrics(*parts: Any) -> dict[str, Any]:
 def layout_paths(path: str | Path) -> tuple[Path, Path, Path]:
     """``(scores, cost, provenance)`` files of the metrics file ``path``: under the nearest ancestor folder named
     ``metrics``, the cost and provenance files mirror the path in its ``cost/`` and ``provenance/`` sub-folders
-    (``metrics/final/eval_sft.json`` → ``metrics/cost/final/eval_sft.json``, ``metrics/provenance/final/…``);
+    (``metrics/final/eval_sft/syn.json`` → ``metrics/cost/final/eval_sft/syn.json``, ``metrics/provenance/final/…``);
     without such an ancestor they go to ``cost/`` and ``provenance/`` beside the file."""
     p = Path(path)
     parts = p.parts
@@ -220,6 +225,41 @@ def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path,
     for target, part in zip(paths, split_metrics(report), strict=True):
         atomic_write_json(target, part)
     return paths
+
+
+def write_metrics_folder(folder: str | Path, report: dict[str, Any]) -> list[Path]:
+    """Write each top-level entry of ``report`` as its own metrics file ``<folder>/<key>.json`` (:func:`write_metrics`:
+    scores, cost and provenance parts), so that ``dvc metrics show <folder>`` prints one row per entry (a dataset) with
+    a few short columns (``accepted@1``, ``pass@k``, ``ci.accepted@1.lo``…) instead of one row with every entry's
+    columns side by side. An entry named like a provenance block (:data:`PROVENANCE_BLOCK`, e.g. ``protocol``) is
+    written whole to the provenance part only. Returns the paths written. Raises ``TypeError`` when ``report`` or an
+    entry is not a dict, ``ValueError`` when a key is not a plain file name."""
+    if not isinstance(report, dict):
+        raise TypeError(f"a metrics report must be a dict, got {type(report).__name__}")
+    written: list[Path] = []
+    for key, entry in report.items():
+        if not isinstance(entry, dict):
+            raise TypeError(f"{folder}: entry {key!r} must be a dict to be its own metrics file, got "
+                            f"{type(entry).__name__}")
+        if not key or "/" in key or "\\" in key or key.startswith("."):
+            raise ValueError(f"{folder}: entry {key!r} is not a plain file name")
+        path = Path(folder) / f"{key}.json"
+        if key in PROVENANCE_BLOCK:
+            atomic_write_json(layout_paths(path)[2], entry)
+            written.append(layout_paths(path)[2])
+        else:
+            written.extend(write_metrics(path, entry))
+    return written
+
+
+def read_metrics_folder(folder: str | Path) -> dict[str, Any] | None:
+    """The report :func:`write_metrics_folder` wrote to ``folder``: ``{key: read_metrics(<folder>/<key>.json)}`` over
+    the names in the folder and its cost/provenance mirrors (:func:`metric_names`), keys sorted; ``None`` when there
+    are none. Raises ``ValueError`` naming a file that is not a JSON object."""
+    names = metric_names(folder)
+    if not names:
+        return None
+    return {name[: -len(".json")]: read_metrics(Path(folder) / name) for name in names}
 
 
 def read_json_object(path: str | Path) -> dict[str, Any]:
@@ -265,3 +305,62 @@ def metric_names(folder: str | Path) -> list[str]:
         if d.is_dir():
             names.update(p.name for p in d.glob("*.json"))
     return sorted(names)
+
+
+# ------------------------------------------------------------------------------------------------- curves (TSV)
+# The per-step curves TSVs are DVC plots: a clean re-run must leave them byte-identical, so a column that measures time
+# (COST_KEY: seconds, throughput, memory) goes to the cost mirror of the TSV (layout_paths: metrics/grpo/seed-1.tsv ->
+# metrics/cost/grpo/seed-1.tsv), with ``step`` as its first column; read_curves joins the two back by step.
+
+
+def write_curves(path: str | Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]]
+                 ) -> tuple[Path, Path | None]:
+    """Write per-step curve ``rows`` (``{"step": step, column: cell}``, cells written with ``str``; ``""`` =
+    missing) atomically as two TSVs: the plot at ``path`` (header ``step`` + the columns that are not cost) and the
+    cost mirror (:func:`layout_paths`; header ``step`` + the cost columns: names matching :data:`COST_KEY`, e.g.
+    ``judge_step_s`` seconds), so nothing load-dependent is in the plot. Without a cost column no mirror is written (a
+    stale one is removed). Returns ``(plot path, cost path or None)``. Raises ``ValueError`` when ``columns`` includes
+    ``step``."""
+    if "step" in columns:
+        raise ValueError("write_curves: 'step' is always the first column; do not list it in columns")
+    rows = list(rows)
+    cost_cols = [c for c in columns if COST_KEY.search(c)]
+    plot_cols = [c for c in columns if c not in cost_cols]
+    plot, cost, _ = layout_paths(path)
+
+    def tsv(header: list[str]) -> str:
+        lines = ["\t".join(header)] + ["\t".join(str(r.get(h, "")) for h in header) for r in rows]
+        return "\n".join(lines) + "\n"
+
+    atomic_write_text(plot, tsv(["step", *plot_cols]))
+    if not cost_cols:
+        with contextlib.suppress(FileNotFoundError):
+            cost.unlink()
+        return plot, None
+    atomic_write_text(cost, tsv(["step", *cost_cols]))
+    return plot, cost
+
+
+def _read_tsv_rows(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return [], []
+    header = lines[0].split("\t")
+    return header, [dict(zip(header, line.split("\t"), strict=False)) for line in lines[1:] if line]
+
+
+def read_curves(path: str | Path) -> tuple[list[str], list[dict[str, str]]]:
+    """``(header, rows)`` of the curves TSV ``path`` joined by ``step`` with its cost mirror (:func:`write_curves`),
+    cells as text; the header is the plot's columns, then the mirror's (less ``step``). A TSV written before the split
+    (cost columns in the plot) or without a mirror reads as it is. Raises ``FileNotFoundError`` when ``path`` does not
+    exist."""
+    plot, cost, _ = layout_paths(path)
+    header, rows = _read_tsv_rows(plot)
+    if not cost.is_file():
+        return header, rows
+    cost_header, cost_rows = _read_tsv_rows(cost)
+    by_step = {r.get("step"): r for r in cost_rows}
+    extra = [h for h in cost_header if h != "step" and h not in header]
+    for r in rows:
+        r.update({h: by_step.get(r.get("step"), {}).get(h, "") for h in extra})
+    return header + extra, rows

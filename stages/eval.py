@@ -2,8 +2,9 @@
 protocol (EVAL@1 greedy, EVAL@k pass@k, EVAL@budget; :mod:`rlvr.eval.final`). The only stage allowed to score Test.
 
 Reads ``params.yaml`` sections ``eval`` (:class:`rlvr.eval.final.EvalParams`) and ``governance`` (dataset roles), the
-governed problems and ``models/*``. Writes ``metrics/final/eval_<phase>.json`` (GRPO seeds:
-``eval_grpo_seed<n>.json``), the summary ``metrics/final/eval.json`` (phases not run, CIs, mean ± std over seeds, the
+governed problems and ``models/*``. Writes ``metrics/final/eval_<phase>/<dataset>.json`` (one scores file per dataset,
+so ``dvc metrics show metrics/final/eval_<phase>`` prints a row per dataset; GRPO seeds: ``eval_grpo_seed<n>/``), the
+summary ``metrics/final/eval.json`` (phases not run, CIs, mean ± std over seeds, the
 ``headline`` block of the phase named by ``eval.headline``) and ``data/eval/final/<phase>/`` (per-task arrays,
 samples, resumable journals). Re-running resumes from the journals; a re-run with nothing missing loads no model, so
 ``dvc exp run -S eval.headline=dpo`` only re-summarises.

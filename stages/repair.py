@@ -54,7 +54,9 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
                               "the local engine; set it to 0 under engine verl")
         if cfg.train.max_steps == 0:  # no training, as in the local engine: the input model is published unchanged
             from rlvr.train.local.repair import publish_unchanged
+            from rlvr.train.verl.logs import GRPO_COLUMNS, write_tsv
 
+            write_tsv(curves, [], GRPO_COLUMNS)  # no step: the declared curves (and their cost mirror), header only
             return {"engine": engine, **publish_unchanged(model_in, out_model)}
         training = run_repair_verl(cfg, params.path, model_in, train,
                                    load_problem_sets(problems_dir, common.eval_sets), out_model, curves,

@@ -1,10 +1,10 @@
-"""rlvr.io: reading JSONL logs that other processes append to."""
+"""rlvr.io: reading JSONL logs that other processes append to; curves TSVs split into plot and cost mirror."""
 
 from __future__ import annotations
 
 import pytest
 
-from rlvr.io import atomic_write_jsonl, read_appended_jsonl
+from rlvr.io import atomic_write_jsonl, read_appended_jsonl, read_curves, write_curves
 
 
 def test_blank_lines_skipped_and_line_numbers_kept(tmp_path):
@@ -37,3 +37,21 @@ def test_records_holding_unicode_line_separators_stay_whole(tmp_path, sep):
     atomic_write_jsonl(f, rows)
     assert sep in f.read_text(encoding="utf-8")
     assert [r for _, r in read_appended_jsonl(f)] == rows
+
+
+def test_write_curves_puts_timing_columns_in_the_cost_mirror_and_read_curves_joins_them(tmp_path):
+    rows = [{"step": 2, "reward_mean": "0.5", "judge_s": "1.25", "judged": "8"}, {"step": 1, "reward_mean": "0.25"}]
+    plot, cost = write_curves(tmp_path / "metrics" / "grpo" / "seed-1.tsv", ["reward_mean", "judge_s", "judged"], rows)
+    assert plot.read_text() == "step\treward_mean\tjudged\n2\t0.5\t8\n1\t0.25\t\n"
+    assert cost == tmp_path / "metrics" / "cost" / "grpo" / "seed-1.tsv"
+    assert cost.read_text() == "step\tjudge_s\n2\t1.25\n1\t\n"
+    header, back = read_curves(plot)
+    assert header == ["step", "reward_mean", "judged", "judge_s"]
+    assert back == [{"step": "2", "reward_mean": "0.5", "judged": "8", "judge_s": "1.25"},
+                    {"step": "1", "reward_mean": "0.25", "judged": "", "judge_s": ""}]
+    # no timing column: no mirror, and a stale one is removed
+    assert write_curves(plot, ["reward_mean"], rows) == (plot, None) and not cost.exists()
+    assert read_curves(plot) == (["step", "reward_mean"], [{"step": "2", "reward_mean": "0.5"},
+                                                           {"step": "1", "reward_mean": "0.25"}])
+    with pytest.raises(ValueError, match="step"):
+        write_curves(plot, ["step", "loss"], rows)

@@ -10,7 +10,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.io import layout_paths, merge_metrics, metric_names, read_metrics, split_metrics, write_metrics
+from rlvr.io import (
+    layout_paths,
+    merge_metrics,
+    metric_names,
+    read_metrics,
+    read_metrics_folder,
+    split_metrics,
+    write_metrics,
+    write_metrics_folder,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
@@ -92,10 +101,28 @@ def test_write_then_read_gives_the_report_back(tmp_path):
         read_metrics(root / "bad.json")
 
 
+def test_a_metrics_folder_is_one_file_per_entry_and_reads_back_whole(tmp_path):
+    """The final eval's layout (rlvr.io.write_metrics_folder): one scores file per dataset with short keys (a row each
+    in `dvc metrics show <folder>`), the protocol in provenance only (its output_limit_mb is a setting, not cost)."""
+    folder = tmp_path / "metrics" / "final" / "eval_sft"
+    write_metrics_folder(folder, EVAL)
+    assert sorted(p.name for p in folder.iterdir()) == ["synthetic.json"]
+    assert set(_leaves(json.loads((folder / "synthetic.json").read_text()))) == {
+        "accepted@1", "pass@1", "pass@4", "pass_ratio_mean", "ci.accepted@1.lo", "ci.accepted@1.hi"}
+    _, cost, prov = layout_paths(folder / "protocol.json")
+    assert not cost.exists() and json.loads(prov.read_text()) == EVAL["protocol"]
+    assert read_metrics_folder(folder) == json.loads(json.dumps(EVAL, sort_keys=True))
+    assert read_metrics_folder(tmp_path / "nothing") is None
+    with pytest.raises(ValueError, match="plain file name"):
+        write_metrics_folder(folder, {"../x": {"accepted@1": 1.0}})
+    with pytest.raises(TypeError, match="must be a dict"):
+        write_metrics_folder(folder, {"n": 3})
+
+
 def test_committed_metrics_files_keep_a_few_dozen_scores_each():
     """Every committed metrics file, whatever layout it was written in, splits into at most 50 scores."""
     metrics = ROOT / "metrics"
-    folders = [metrics, metrics / "final", metrics / "grpo"]
+    folders = [metrics, metrics / "final", metrics / "grpo", *sorted((metrics / "final").glob("eval_*/"))]
     for folder in folders:
         for name in metric_names(folder):
             scores = _leaves(split_metrics(read_metrics(folder / name))[0])

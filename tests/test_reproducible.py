@@ -2,9 +2,11 @@
 
 On a small slice, the ``governance`` stage (real judge: oracle filling, the committed EvalPlus time limits, reference
 verification near a limit) and a few steps of local SFT and GRPO training of a tiny model each run twice — the second
-time while a bounded load generator keeps every core busy — and every output file's sha256 must be equal. What this
-guards: a measured timing leaking into a hashed output (the time limits governance used to measure), a verdict that
-follows the load (a reference near its limit), or a training run that follows the thread count or the scheduling.
+time while a bounded load generator keeps every core busy — and every output file's sha256 must be equal (for
+training: the models and the curves TSVs, whose judge seconds per step go to their cost mirror). What this guards: a
+measured timing leaking into a hashed output or a plot (the time limits governance used to measure, the judge seconds
+per GRPO step), a verdict that follows the load (a reference near its limit), or a training run that follows the
+thread count or the scheduling.
 """
 
 from __future__ import annotations
@@ -103,24 +105,29 @@ _TRAIN = textwrap.dedent("""
                          max_completion_length=16, eval_max_new_tokens=0, cpu_threads=2)
     train = [p for p in small_family() if p.split == "train"]
     run_sft(SFTParams(max_steps=3, per_device_train_batch_size=4, learning_rate=1e-3), common, base, train, [],
-            FakeJudge(), out / "models" / "sft", out / "sft.tsv")
+            FakeJudge(), out / "models" / "sft", out / "metrics" / "sft.tsv")
     run_grpo(GRPOParams(max_steps=2, per_device_train_batch_size=4, num_generations=2, learning_rate=1e-3),
-             common, out / "models" / "sft", train, [], FakeJudge(), out / "models" / "grpo", out / "grpo.tsv",
+             common, out / "models" / "sft", train, [], FakeJudge(), out / "models" / "grpo",
+             out / "metrics" / "grpo.tsv",
              reward_mode="dense", reward_funcs=make_reward_funcs("dense", judge=FakeJudge()))
 """)
 
 
 def _train(tmp: Path, name: str, threads: int) -> dict[str, str]:
+    """sha256 of the models and of the curves TSVs (DVC plots; their timing columns are in ``metrics/cost/``, which
+    is cost and not compared)."""
     out = tmp / name
     subprocess.run([sys.executable, "-c", _TRAIN, str(out), str(threads)], cwd=ROOT, check=True,
                    capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled",
                                              "RLVR_PROGRESS": "0"})
-    return _hashes(out / "models")
+    assert (out / "metrics" / "cost" / "grpo.tsv").is_file()  # judge seconds per step: measured, kept apart
+    plots = {f"metrics/{k}": v for k, v in _hashes(out / "metrics").items() if not k.startswith("cost/")}
+    return {**_hashes(out / "models"), **plots}
 
 
 def test_local_training_is_byte_identical_idle_or_busy(tmp_path):
     idle = _train(tmp_path, "idle", 1)
     with busy_cpu():
         busy = _train(tmp_path, "busy", 2)
-    assert {"sft/model.safetensors", "grpo/model.safetensors"} <= set(idle)
+    assert {"sft/model.safetensors", "grpo/model.safetensors", "metrics/sft.tsv", "metrics/grpo.tsv"} <= set(idle)
     assert busy == idle

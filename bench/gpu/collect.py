@@ -30,7 +30,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import read_appended_jsonl, read_metrics
+from rlvr.io import read_appended_jsonl, read_curves, read_metrics
 
 LIBS = ("torch", "vllm", "verl", "ray", "transformers", "tokenizers", "tensordict", "flash-attn", "flashinfer-python")
 STEP_KEYS = {"generation_s": "timing_s/gen", "reward_s": "timing_s/reward", "training_s": "timing_s/update_actor",
@@ -62,16 +62,14 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 
 def _curves_judge(curves: Path | None) -> dict[int, dict[str, float]]:
-    """``{step: {"judge_s", "judged"}}`` from a stage's curves TSV (empty cells and a missing file give ``{}``)."""
+    """``{step: {"judge_s", "judged"}}`` from a stage's curves TSV joined with its cost mirror
+    (``metrics/cost/<same path>``, where the stage writes ``judge_s``: :func:`rlvr.io.read_curves`); empty cells and
+    a missing file give ``{}``."""
     if curves is None or not curves.is_file():
         return {}
-    lines = curves.read_text(encoding="utf-8").splitlines()
-    if not lines:
-        return {}
-    head = lines[0].split("\t")
+    _, rows = read_curves(curves)
     out = {}
-    for line in lines[1:]:
-        row = dict(zip(head, line.split("\t"), strict=False))
+    for row in rows:
         if row.get("judge_s") and row.get("judged"):
             out[int(row["step"])] = {"judge_s": float(row["judge_s"]), "judged": int(row["judged"])}
     return out

@@ -22,6 +22,8 @@ Protocol (recorded in every metrics file under ``"protocol"``):
   generated and judged; a re-run loads the journal (last row per key wins, a torn last line is ignored) and
   generates/judges only the missing pairs. Rows judged by another judge version are re-judged (completion kept).
   Final files (``samples/``, ``per_task/``, metrics) are written atomically from the de-duplicated rows.
+* **Same inputs, same bytes**: journals and ``samples/`` hold no measured time (:func:`rlvr.eval.protocol.stored_row`);
+  the judge seconds of the rows judged in this run go to the cost files (``metrics/cost/final/eval_<phase>/``).
 """
 
 from __future__ import annotations
@@ -46,11 +48,12 @@ from rlvr.eval.final_params import (
     load_params,
 )
 from rlvr.eval.metrics import compute_metrics, pass_at_k, per_task_counts
+from rlvr.eval.protocol import stored_row
 from rlvr.eval.provenance import model_hash, tag_of
 from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
-from rlvr.io import atomic_write_json, atomic_write_jsonl, write_metrics
+from rlvr.io import atomic_write_json, atomic_write_jsonl, write_metrics, write_metrics_folder
 
 __all__ = [
     "EvalDataset",
@@ -176,9 +179,12 @@ def run_eval(
     root: str | Path = ".",
     manifests_dir: str | Path = "data/manifests",
 ) -> dict[str, Any]:
-    """Score every existing phase; write ``metrics/eval_<phase>.json``, ``<out_dir>/<phase>/{per_task,samples,
-    journal}/`` and the summary ``metrics/eval.json`` (returned); each metrics file is split into scores, cost and
-    provenance (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
+    """Score every existing phase; write ``metrics/eval_<phase>/<dataset>.json`` (one metrics file per dataset, so
+    ``dvc metrics show metrics/final/eval_<phase>`` prints a row per dataset; the phase's ``protocol`` in
+    ``metrics/provenance/…/eval_<phase>/protocol.json``: :func:`rlvr.io.write_metrics_folder`, read back whole by
+    :func:`rlvr.io.read_metrics_folder`), ``<out_dir>/<phase>/{per_task,samples,journal}/`` and the summary
+    ``metrics/eval.json`` (returned); each metrics file is split into scores, cost and provenance
+    (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
     tuning-stage check, :func:`check_tuning_stages`, which runs first; ``seeds``: the GRPO seeds scored,
     :func:`discover_phases`). ``make_gen(model_dir)``: the generator of a phase.
     Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing); with a
@@ -238,16 +244,16 @@ def run_eval(
             if check_verdicts is not None:  # the judge failed on too many rows: fail before writing anything
                 check_verdicts([r["verdict"] for r in [*g_rows, *(k_rows or [])]], f"eval {name}/{ds}")
             atomic_write_json(pdir / "per_task" / f"{ds}.json", per_task)
-            atomic_write_jsonl(pdir / "samples" / f"{ds}.greedy.jsonl", g_rows)
+            atomic_write_jsonl(pdir / "samples" / f"{ds}.greedy.jsonl", map(stored_row, g_rows))  # no seconds
             if k_rows is not None:
-                atomic_write_jsonl(pdir / "samples" / f"{ds}.k.jsonl", k_rows)
+                atomic_write_jsonl(pdir / "samples" / f"{ds}.k.jsonl", map(stored_row, k_rows))
         report["protocol"] = {
             "phase": name, "model": mh, "backend": cfg.backend, "prompt_template_sha256": template_sha,
             "greedy": cfg.greedy.model_dump(mode="json"), "sampling": cfg.sampling.model_dump(mode="json"),
             "n": cfg.n, "ks": list(cfg.ks), "budget_tokens": cfg.budget_tokens, "judge": judge_info,
             "libraries": libs, "bootstrap": {"B": cfg.bootstrap, "alpha": cfg.alpha, "seed": cfg.seed},
         }
-        write_metrics(Path(metrics_dir) / f"eval_{name}.json", report)
+        write_metrics_folder(Path(metrics_dir) / f"eval_{name}", report)  # one file per dataset: a row each
         summary["phases"][name] = {ds: {k: m.get(k) for k in ("role", "accepted@1", *[f"pass@{k}" for k in cfg.ks])
                                         if k in m} | {"ci": m["ci"]} for ds, m in report.items() if ds != "protocol"}
     summary["seeds"] = summarise_phases(summary["phases"], cfg.ks)

@@ -16,12 +16,13 @@ Definitions (``N`` = samples, ``T`` = tasks, ``n`` = samples per task, ``c`` = a
   count as not accepted in accepted@1/pass@k (a result the judge could not confirm); ``n_sandbox_error`` reports them.
 * ``verdicts``: ``{verdict: {"count", "fraction"}}`` over all samples, every key of ``VERDICTS`` present.
 * ``avg_generated_tokens``: mean ``n_tokens`` per sample. ``judge_s_mean`` / ``judge_s_p95``: judge wall seconds
-  per sample (samples without code, never sent to the judge, count as 0 s).
+  per sample, over the rows that carry ``judge_s`` (those judged in this run: a row resumed from a journal carries no
+  time; samples without code, never sent to the judge, count as 0 s); ``None`` when no row does.
 * ``throughput_samples_per_s`` / ``throughput_tokens_per_s``: samples and generated tokens per generation wall second
   (``gen_wall_s``; ``None`` when nothing was generated in this run, e.g. everything resumed).
 * ``cost_per_solved``: ``tokens_per_solved`` = all generated tokens / solved tasks, ``judge_s_per_solved`` = all judge
-  seconds / solved tasks; a task is solved when at least one of its samples is accepted. ``None`` when no task is
-  solved (the cost is unbounded, not zero).
+  seconds / solved tasks (only when every row carries ``judge_s``); a task is solved when at least one of its samples
+  is accepted. ``None`` when no task is solved (the cost is unbounded, not zero).
 * ``evalplus`` (only when rows carry ``base_status``/``plus_status``, i.e. EvalPlus datasets): ``{"base":
   {"accepted@1", "pass@k"}, "plus": {...}, "n_tasks"}``, ``base`` = the original benchmark (HumanEval, MBPP),
   ``plus`` = base and plus inputs both pass (HumanEval+, MBPP+): :func:`rlvr.eval.evalplus_columns.evalplus_metrics`.
@@ -102,7 +103,8 @@ def compute_metrics(
 ) -> dict[str, Any]:
     """Metrics dict (module doc) from judged sample rows.
 
-    Each row needs ``task_id``, ``sample_index``, ``verdict``, ``pass_ratio``, ``judge_s`` (seconds), ``n_tokens``.
+    Each row needs ``task_id``, ``sample_index``, ``verdict``, ``pass_ratio``, ``n_tokens``, and ``judge_s``
+    (seconds) when it was judged in this run (rows without it are left out of the judge-seconds statistics).
     ``gen_wall_s``: generation wall seconds of this run; ``gen_samples`` / ``gen_tokens``: samples and tokens generated
     in this run (default: all rows; less when rows were resumed), for throughput.
     Raises ``ValueError`` on an unknown verdict or a ``k`` above the samples per task.
@@ -119,7 +121,7 @@ def compute_metrics(
         counts[r["verdict"]] += 1
     verdicts = {v: {"count": k, "fraction": (k / n_samples) if n_samples else 0.0} for v, k in counts.items()}
     ratios = [float(r["pass_ratio"]) for r in rows]
-    judge_s = [float(r["judge_s"]) for r in rows]
+    judge_s = [float(r["judge_s"]) for r in rows if r.get("judge_s") is not None]
     tokens = [int(r["n_tokens"]) for r in rows]
     exec_den = n_samples - counts["sandbox_error"]
     solved = int((c_arr > 0).sum()) if len(c_arr) else 0
@@ -150,7 +152,7 @@ def compute_metrics(
             "throughput_samples_per_s": (gen_n / gen_wall_s) if gen_wall_s and gen_n else None,
             "throughput_tokens_per_s": (gen_tok / gen_wall_s) if gen_wall_s and gen_n else None,
             "tokens_per_solved": (sum(tokens) / solved) if solved else None,
-            "judge_s_per_solved": (sum(judge_s) / solved) if solved else None,
+            "judge_s_per_solved": (sum(judge_s) / solved) if solved and len(judge_s) == n_samples else None,
         }
     )
     ep = evalplus_metrics(rows, ks, estimator=pass_at_k)

@@ -12,7 +12,9 @@ Samples without extractable code (:func:`rlvr.generate.extract_code` returns ``N
 their verdict is ``syntax_error`` with message ``"no code found in completion"`` and ``judge_s = 0``.
 
 Row fields: ``key, task_id, source, sample_index, model, prompt, completion, finish_reason, n_tokens, code, verdict,
-passed, total, pass_ratio, judge_s, message``.
+passed, total, pass_ratio, judge_s, message``. The files hold every field but the measured ones
+(:data:`TIMING_FIELDS`: ``judge_s``, wall seconds that follow the machine's load): they are DVC-hashed outputs, and the
+same inputs must give the same bytes (:func:`stored_row`); the judge seconds reach the cost file through the metrics.
 """
 
 from __future__ import annotations
@@ -36,10 +38,14 @@ from rlvr.io import atomic_write_json, atomic_write_jsonl
 from rlvr.judge.verdict import JudgeResult
 from rlvr.progress import progress
 
-__all__ = ["NO_CODE_MESSAGE", "evaluate", "first_failure_message", "load_keyed_rows", "sample_key"]
+__all__ = ["NO_CODE_MESSAGE", "TIMING_FIELDS", "evaluate", "first_failure_message", "load_keyed_rows", "sample_key",
+           "stored_row"]
 
 log = logging.getLogger(__name__)
 NO_CODE_MESSAGE = "no code found in completion"
+#: fields of a judged row that are measured, not computed (wall seconds): kept in memory for the cost metrics, never
+#: written to a sample file or journal.
+TIMING_FIELDS: frozenset[str] = frozenset({"judge_s"})
 
 
 class _Judge(Protocol):
@@ -76,6 +82,12 @@ def record_verdict(row: dict[str, Any], problem: Problem, result: Any | None) ->
                    judge_s=result.judge_s, message=first_failure_message(result))
     row.update(group_statuses(problem, result))  # EvalPlus base/plus columns
 
+
+
+def stored_row(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` as it is written to a sample file or journal: a copy without :data:`TIMING_FIELDS` (``judge_s``
+    seconds), so two runs of the same inputs write the same bytes whatever the machine's load."""
+    return {k: v for k, v in row.items() if k not in TIMING_FIELDS}
 
 
 def load_keyed_rows(path: Path) -> dict[str, dict[str, Any]]:
@@ -123,7 +135,8 @@ def evaluate(
         samples_path / per_task_path / qa_dir override those three paths. judge_chunk: samples per ``judge_many`` call.
         model_tag: the model identity in sample keys and rows; default :func:`rlvr.eval.provenance.model_tag` of
             ``generator.model_id`` (path + content hash for a local folder, so a changed model is regenerated).
-    Writes (atomically) the sample rows, the per-task ``{task_id: {n, c, first, pass@k...}}`` arrays and the QA logs.
+    Writes (atomically) the sample rows (:func:`stored_row`: no judge seconds), the per-task ``{task_id: {n, c,
+    first, pass@k...}}`` arrays and the QA logs; the judge seconds are in the returned metrics only (cost).
     Raises ``ValueError`` on duplicate problem ids, ``n < 1`` or a ``k`` outside ``[1, n]``.
     """
     if n < 1 or any(k < 1 or k > n for k in ks):
@@ -196,7 +209,7 @@ def evaluate(
                               gen_samples=len(gen_rows), gen_tokens=sum(r["n_tokens"] for r in gen_rows))
     metrics["judge_wall_s"] = judge_wall
     metrics["resumed_tasks"] = len(problems) - len(todo)
-    atomic_write_jsonl(samples_path, rows)
+    atomic_write_jsonl(samples_path, (stored_row(r) for r in rows))
     atomic_write_json(per_task_path, _per_task(rows, ks))
     write_qa_logs(rows, qa_dir, qa_per_verdict)
     return metrics

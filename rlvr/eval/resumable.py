@@ -4,6 +4,12 @@ Every (problem, sample) row is keyed by :func:`rlvr.eval.protocol.sample_key` (p
 **and model hash**, sampling params, sample index) and appended to a JSONL journal, flushed and fsynced per chunk of
 tasks; a re-run generates and judges only the missing pairs, and judges again (without generating again) the pairs
 whose verdict was ``sandbox_error`` (the judge failed, the program was never scored).
+
+The journal holds no measured time (:func:`rlvr.eval.protocol.stored_row`): a row judged in this run carries its
+``judge_s`` (seconds) in memory only, for the cost metrics; a row resumed from the journal carries none. Once every
+pair is done the journal is rewritten compact (atomically): one row per key of this call, in task then sample order,
+so its bytes follow the inputs, not the run's history (a crash and resume, re-judged rows, rows of another model or
+sampling config, lines an earlier version wrote with judge seconds).
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.schema import Problem
-from rlvr.eval.protocol import load_keyed_rows, record_verdict, sample_key
+from rlvr.eval.protocol import load_keyed_rows, record_verdict, sample_key, stored_row
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.generate.extract import extract_code
+from rlvr.io import atomic_write_jsonl
 from rlvr.progress import progress
 
 __all__ = ["evaluate_resumable"]
@@ -38,7 +45,8 @@ def evaluate_resumable(
     prompt_fn: Callable[[Problem], Prompt] | None = None,
     chunk_tasks: int = 32,
 ) -> list[dict[str, Any]]:
-    """Judged rows (one per (task, sample), task order then sample index) for ``problems``, resumable (module doc).
+    """Judged rows (one per (task, sample), task order then sample index) for ``problems``, resumable (module doc);
+    rows judged in this call carry ``judge_s`` (seconds), resumed ones do not.
 
     ``model_tag``: model id + hash (part of every key). ``journal``: append-only JSONL cache. ``judge`` has
     ``judge_many``. Raises ``ValueError`` on duplicate problem ids or a generator returning the wrong count."""
@@ -50,7 +58,7 @@ def evaluate_resumable(
         raise ValueError("evaluate_resumable: duplicate problem ids")
     journal = Path(journal)
     journal.parent.mkdir(parents=True, exist_ok=True)
-    done = load_keyed_rows(journal)
+    done = {k: stored_row(r) for k, r in load_keyed_rows(journal).items()}  # a journal of an earlier layout: no time
     prompts = [prompt_fn(p) for p in problems]
     keys = [[sample_key(p, pr, model_tag, sampling, i) for i in range(n)] for p, pr in zip(problems, prompts,
                                                                                           strict=True)]
@@ -91,9 +99,11 @@ def evaluate_resumable(
             for r in new:
                 if r["code"] is None:
                     record_verdict(r, by_id[r["task_id"]], None)
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+                fh.write(json.dumps(stored_row(r), ensure_ascii=False) + "\n")
                 done[r["key"]] = r
             fh.flush()
             os.fsync(fh.fileno())
             bar.update(len(chunk))
-    return [done[k] for ks_ in keys for k in ks_]
+    rows = [done[k] for ks_ in keys for k in ks_]
+    atomic_write_jsonl(journal, (stored_row(r) for r in rows))  # compact: a function of the inputs (module doc)
+    return rows

@@ -38,7 +38,7 @@ from rlvr.repair.env import EnvConfig, RepairEnv
 from rlvr.train.local.repair import RepairTrainParams
 
 __all__ = ["MODEL_CANDIDATES", "RepairParams", "default_model", "repair_metrics", "run_episodes", "run_repair",
-           "run_repair_stage", "select_repair_problems"]
+           "run_repair_stage", "select_repair_problems", "stored_trace"]
 
 log = logging.getLogger(__name__)
 
@@ -160,14 +160,26 @@ def repair_metrics(records: Sequence[dict[str, Any]], turns: int) -> dict[str, A
     }
 
 
+def stored_trace(record: dict[str, Any]) -> dict[str, Any]:
+    """An episode ``record`` (:meth:`RepairEnv.record`) as it is written to a traces file: without its measured times
+    (the episode's ``judge_s`` and each tool call's ``time_s``, wall seconds that follow the machine's load), so the
+    same inputs write the same bytes (the traces are a DVC-hashed output; the seconds reach the cost file through
+    :func:`repair_metrics`). Returns a copy; ``record`` is unchanged."""
+    out = {k: v for k, v in record.items() if k != "judge_s"}
+    if "tool_calls" in out:
+        out["tool_calls"] = [{k: v for k, v in c.items() if k != "time_s"} for c in out["tool_calls"]]
+    return out
+
+
 def run_repair(problems: Sequence[Problem], gen: Generator, judge: Any, cfg: EnvConfig, sampling: SamplingParams,
                traces_path: str | Path | None = None) -> dict[str, Any]:
     """Run the episodes, write the full traces (one JSONL row per problem: messages, per-turn completions, code,
-    visible and hidden verdicts, tool calls) to ``traces_path`` atomically, and return :func:`repair_metrics`."""
+    visible and hidden verdicts, tool calls; no measured seconds, :func:`stored_trace`) to ``traces_path``
+    atomically, and return :func:`repair_metrics` (its ``judge_s`` is cost)."""
     envs = run_episodes(problems, gen, judge, cfg, sampling)
     records = [e.record() for e in envs]
     if traces_path is not None:
-        atomic_write_jsonl(traces_path, records)
+        atomic_write_jsonl(traces_path, (stored_trace(r) for r in records))
     m = repair_metrics(records, cfg.turns)
     log.info("repair: n=%d accepted@turn=%s recovery_rate=%s", m["n"], m["accepted_at_turn"], m["recovery_rate"])
     return m

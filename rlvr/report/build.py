@@ -119,10 +119,11 @@ def stability_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
             by_name.setdefault(c.name, []).append(c)
         for name, curves in by_name.items():
             curves.sort(key=lambda c: -1 if c.seed is None else c.seed)
-            present = list(dict.fromkeys(k for c in curves for k in c.columns if k != "step"))
+            # the plot's columns and its cost mirror's (judge seconds per step), drawn together
+            present = list(dict.fromkeys(k for c in curves for k in (*c.columns, *c.cost) if k != "step"))
             cols = [k for k in STABILITY_COLUMNS if k in present] + [k for k in present if k not in STABILITY_COLUMNS]
             shown = cols[:_MAX_PANELS]
-            series = [(stage if c.seed is None else f"seed {c.seed}", c.columns) for c in curves]
+            series = [(stage if c.seed is None else f"seed {c.seed}", {**c.columns, **c.cost}) for c in curves]
             blocks.append(chart(charts.curves_figure(series, shown), f"{stage}: {name} (vs step)",
                                 f"training curves of {stage} ({name}): {', '.join(shown)}"))
             notes = []
@@ -248,7 +249,8 @@ def build_sections(col: Collected, cfg: ReportParams) -> tuple[list[dict[str, An
 def seed_overlays(col: Collected) -> dict[str, str]:
     """DVC-plots data for the seeded training curves, seeds overlaid: ``{file name: TSV text}``, one long-format file
     per seeded stage and curve name (``grpo.tsv``; ``<stage>_<name>.tsv`` for a named curve file), columns ``step``,
-    ``seed`` and every logged column (empty cell where a seed did not log it), rows by seed then step. dvc.yaml's
+    ``seed`` and every column of the plot TSVs (empty cell where a seed did not log it; not their cost mirrors' timing
+    columns, so a clean re-run writes the same bytes), rows by seed then step. dvc.yaml's
     top-level ``plots`` draw them with the ``.dvc/plots/seeds.json`` template (one line per seed), so the overlay
     follows the ``seeds`` param instead of listing seed files by hand."""
     out: dict[str, str] = {}

@@ -12,8 +12,10 @@ Files and what they become (everything optional; absent ones are reported as "no
   **curves** (DVC plots TSV, first column ``step``).
 * ``metrics/governance.json``, ``metrics/judge_check.json``, ``<data_dir>/governance/audit.md`` → the Data section.
 * ``metrics/final/eval.json`` (summary: ``phases``, ``not_run``, ``seeds``, ``headline``) and
-  ``metrics/final/eval_<phase>.json`` → the **final evaluation** (stage ``eval``, :mod:`rlvr.eval.final`: Dev and
-  Test sets under one protocol, CIs inside each dataset entry under ``"ci"``); per-task arrays from
+  ``metrics/final/eval_<phase>/<dataset>.json`` (:func:`rlvr.io.read_metrics_folder`; the earlier layout, one file
+  ``metrics/final/eval_<phase>.json``, reads the same) → the **final evaluation** (stage ``eval``,
+  :mod:`rlvr.eval.final`: Dev and Test sets under one protocol, CIs inside each dataset entry under ``"ci"``);
+  per-task arrays from
   ``<data_dir>/eval/final/<phase>/per_task/<dataset>.json`` when present (paired flips).
 * ``metrics/repair.json`` is also kept whole (``Collected.repair``: after-training metrics per dataset, optional
   ``before``/``training``/``protocol`` blocks) for the repair section.
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import layout_paths, metric_names, read_metrics
+from rlvr.io import layout_paths, metric_names, read_metrics, read_metrics_folder
 
 __all__ = [
     "FINAL_DIR",
@@ -134,13 +136,16 @@ class Phase:
 @dataclass
 class Curve:
     """One training-curve TSV: ``stage`` (``grpo``), ``seed``, ``name`` (file path under the stage folder without
-    the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`read_tsv`)."""
+    the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`read_tsv`); ``cost``: the timing columns of its
+    cost mirror (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`; e.g. ``judge_step_s`` seconds), aligned
+    with ``columns["step"]`` (NaN where a step is missing), empty without a mirror."""
 
     stage: str
     seed: int | None
     name: str
     path: Path
     columns: dict[str, list[float]]
+    cost: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -269,14 +274,18 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
             rel = tsv.relative_to(sub).with_suffix("").as_posix()
             rel_base, rel_seed = split_seed(rel)
             seed = stage_seed if stage_seed is not None else rel_seed
+            cost_tsv = layout_paths(tsv)[1]
             try:
                 cols = read_tsv(tsv)
+                cost = _aligned(read_tsv(cost_tsv), cols["step"]) if cost_tsv.is_file() else {}
             except (OSError, ValueError) as exc:
                 out.problems[str(tsv)] = str(exc)
                 continue
-            out.sources[str(tsv)] = _sha(tsv)
+            for src in (tsv, cost_tsv) if cost else (tsv,):
+                out.sources[str(src)] = _sha(src)
             run = out.training.setdefault(stage_base, TrainingRun(stage=stage_base))
-            run.curves.append(Curve(stage=stage_base, seed=seed, name=rel_base or "curves", path=tsv, columns=cols))
+            run.curves.append(Curve(stage=stage_base, seed=seed, name=rel_base or "curves", path=tsv, columns=cols,
+                                    cost=cost))
 
     audit = data_dir / "governance" / "audit.md"
     if audit.is_file():
@@ -285,11 +294,44 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
     return out
 
 
+def _aligned(cols: dict[str, list[float]], steps: list[float]) -> dict[str, list[float]]:
+    """The columns of ``cols`` (but ``step``) re-ordered to ``steps`` by their ``step`` value (NaN where absent)."""
+    index = {s: i for i, s in enumerate(cols["step"])}
+    return {h: [v[index[s]] if s in index else math.nan for s in steps] for h, v in cols.items() if h != "step"}
+
+
+def _phase_folders(final_dir: Path) -> list[Path]:
+    """``<final_dir>/eval_<phase>`` for every such folder in ``final_dir`` or its cost/provenance mirrors."""
+    names = {d.name for base in {p.parent for p in layout_paths(final_dir / "x.json")} if base.is_dir()
+             for d in base.iterdir() if d.is_dir() and d.name.startswith("eval_")}
+    return [final_dir / n for n in sorted(names)]
+
+
+def _load_folder(out: Collected, folder: Path) -> dict[str, Any] | None:
+    """:func:`rlvr.io.read_metrics_folder` of a final-eval phase folder, its files' sha256 in ``out.sources``; an
+    unreadable file is recorded in ``out.problems`` (``None``)."""
+    try:
+        data = read_metrics_folder(folder)
+    except (OSError, ValueError) as exc:
+        out.problems[str(folder)] = str(exc)
+        return None
+    for base in layout_paths(folder / "x.json"):
+        for f in sorted(base.parent.glob("*.json")):
+            out.sources[str(f)] = _sha(f)
+    return data
+
+
 def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[str],
                    load: Any) -> None:
-    """The final eval stage's files (module doc) into ``out.final_summary`` / ``out.final_phases``."""
+    """The final eval stage's files (module doc) into ``out.final_summary`` / ``out.final_phases``: a phase is a
+    folder ``eval_<phase>/`` (one file per dataset) or, as written before, one file ``eval_<phase>.json``."""
+    folders = {f.name: f for f in _phase_folders(final_dir)}
+    entries: list[tuple[Path, Any]] = [(f, _load_folder(out, f)) for f in folders.values()]
     for path in (final_dir / name for name in metric_names(final_dir)):
-        data = load(path)
+        if path.stem in folders:
+            continue  # a leftover of the earlier layout beside its folder: the folder is the newer one
+        entries.append((path, load(path)))
+    for path, data in entries:
         if data is None:
             continue
         if path.stem == "eval":

@@ -1,7 +1,9 @@
 """``rlvr cost``: what the run spent, per stage: the cost files that the stages write beside their metrics
 (:func:`rlvr.io.write_metrics`: seconds, throughput, memory and tokens spent, in ``metrics/cost/<path of the metrics
-file>``). They are plain DVC outs, not ``metrics``, so ``dvc metrics diff`` stays about scores; this command (or
-``dvc metrics show metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
+file>``), and the timing columns of the per-step curves (``metrics/cost/<path of the curves TSV>``, e.g.
+``grpo/seed-1.tsv``: ``judge_step_s`` seconds per step, :func:`rlvr.io.write_curves`), summarised per column. They
+are plain DVC outs, not ``metrics`` or ``plots``, so ``dvc metrics diff`` and ``dvc plots diff`` stay about behaviour;
+this command (or ``dvc metrics show metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
 
     rlvr cost                      # every cost file, one block per file: flattened key, value
     rlvr cost final/eval_sft sft   # only files whose path (under metrics/cost/) contains one of these strings
@@ -17,21 +19,42 @@ import click
 
 from rlvr.io import read_json_object
 
-__all__ = ["cost_files", "format_cost", "main"]
+__all__ = ["cost_files", "curve_cost", "format_cost", "main"]
 
 
 def cost_files(metrics_dir: str | Path = "metrics", match: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
-    """``{path under metrics/cost/ without .json: cost dict}`` for every ``metrics/cost/**/*.json`` (sorted), only
-    those whose path contains one of ``match`` when given. Raises ``ValueError`` naming a file that is not a JSON
-    object."""
+    """``{name: cost dict}`` for every ``metrics/cost/**/*.json`` (name: the path under ``metrics/cost/`` without
+    ``.json``) and every ``metrics/cost/**/*.tsv`` (name: the path with ``.tsv``; :func:`curve_cost`), sorted by
+    name, only those whose name contains one of ``match`` when given. Raises ``ValueError`` naming a file that is not
+    a JSON object."""
     root = Path(metrics_dir) / "cost"
     out: dict[str, dict[str, Any]] = {}
-    for path in sorted(root.rglob("*.json")) if root.is_dir() else []:
-        rel = path.relative_to(root).with_suffix("").as_posix()
+    files = sorted([*root.rglob("*.json"), *root.rglob("*.tsv")]) if root.is_dir() else []
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        rel = rel[: -len(".json")] if path.suffix == ".json" else rel
         if match and not any(m in rel for m in match):
             continue
-        out[rel] = _read(path)
-    return out
+        out[rel] = _read(path) if path.suffix == ".json" else curve_cost(path)
+    return dict(sorted(out.items()))
+
+
+def curve_cost(path: str | Path) -> dict[str, dict[str, float | int | None]]:
+    """Per-column summary of a curves cost TSV (header ``step`` + timing columns, e.g. ``judge_step_s`` seconds per
+    step): ``{column: {"steps": steps with a value, "total", "mean", "max"}}`` in the column's unit (``None`` when no
+    step has a value); empty or non-numeric cells are skipped."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t") if lines else []
+    values: dict[str, list[float]] = {h: [] for h in header if h != "step"}
+    for line in lines[1:]:
+        for h, cell in zip(header, line.split("\t"), strict=False):
+            if h in values and cell.strip():
+                try:
+                    values[h].append(float(cell))
+                except ValueError:
+                    continue
+    return {h: {"steps": len(v), "total": sum(v) if v else None, "mean": sum(v) / len(v) if v else None,
+                "max": max(v) if v else None} for h, v in values.items()}
 
 
 def _read(path: Path) -> dict[str, Any]:

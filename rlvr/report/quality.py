@@ -176,7 +176,7 @@ def _bar(m: Mapping[str, Any], metric: str) -> tuple[float, float | None, float 
 
 def final_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
     """Final evaluation (stage ``eval``, :mod:`rlvr.eval.final`): every phase on the Dev and Test sets under one
-    protocol. Values and 95 % CIs are read from ``metrics/final/eval_<phase>.json`` as the stage computed them (not
+    protocol. Values and 95 % CIs are read from ``metrics/final/eval_<phase>/`` as the stage computed them (not
     recomputed); seeds from ``metrics/final/eval.json`` (``seeds``: mean ± std, ddof = 1), else from the phase files;
     headline and not-run phases from the summary; flips from ``data/eval/final/<phase>/per_task`` when present."""
     phases, summ = col.final_phases, col.final_summary or {}

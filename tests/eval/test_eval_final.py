@@ -21,7 +21,7 @@ from rlvr.eval.final import (
     run_eval,
 )
 from rlvr.generate import Completion, GenerationStats, SamplingParams
-from rlvr.io import read_metrics
+from rlvr.io import read_metrics, read_metrics_folder
 from rlvr.judge.verdict import JudgeResult
 
 PROBLEMS = [Problem(id=f"syn/{i}", source="syn", split="dev", statement=f"Print {i}.",
@@ -50,8 +50,8 @@ class Gen:
 class Judge:
     version = "fake-judge/1"
 
-    def __init__(self):
-        self.judged = 0
+    def __init__(self, judge_s: float = 0.01):
+        self.judged, self.judge_s = 0, judge_s
 
     def judge_many(self, items):
         self.judged += len(items)
@@ -59,7 +59,7 @@ class Judge:
         for p, code in items:
             ok = code.strip() == f"print({p.tests[0].stdout})"
             out.append(JudgeResult(verdict="accepted" if ok else "wrong_answer", passed=int(ok), total=1,
-                                   pass_ratio=float(ok), judge_s=0.01))
+                                   pass_ratio=float(ok), judge_s=self.judge_s))
         return out
 
 
@@ -83,7 +83,29 @@ def test_resume_after_crash_same_rows_no_duplicates(tmp_path):
     # a third run generates and judges nothing
     gen3, judge3 = Gen(), Judge()
     again = evaluate_resumable(PROBLEMS, gen3, judge3, SAMPLING, 2, "m@h", journal, "v1", chunk_tasks=2)
-    assert gen3.generated == [] and judge3.judged == 0 and again == rows
+    assert gen3.generated == [] and judge3.judged == 0 and again == strip
+    # the journal holds no measured time: a resumed row carries none, a row judged in this run keeps it in memory
+    assert not [r for r in partial if "judge_s" in r] and all(r["judge_s"] == 0.01 for r in rows[4:])
+    # and once complete it is compact: the crashed-and-resumed journal is the uninterrupted one, byte for byte
+    assert journal.read_bytes() == (tmp_path / "ref.jsonl").read_bytes()
+
+
+def test_journal_is_compacted_to_the_current_keys_without_seconds(tmp_path):
+    """A journal with a torn line, a duplicate row, another model's rows and an earlier version's judge seconds ends
+    as one timing-free row per current key, the bytes a fresh run writes."""
+    fresh = tmp_path / "fresh.jsonl"
+    evaluate_resumable(PROBLEMS[:2], Gen(), Judge(), SAMPLING, 1, "m@h", fresh, "v1")
+    journal = tmp_path / "j.jsonl"
+    evaluate_resumable(PROBLEMS[:3], Gen(), Judge(), SAMPLING, 1, "other@h", journal, "v1")  # another model
+    old = [json.loads(x) for x in fresh.read_text().splitlines()]
+    with journal.open("a") as fh:
+        for r in [old[0], old[0], old[1]]:
+            fh.write(json.dumps({**r, "judge_s": 0.123}) + "\n")  # written by an earlier version
+        fh.write('{"key": "torn')
+    gen, judge = Gen(), Judge()
+    evaluate_resumable(PROBLEMS[:2], gen, judge, SAMPLING, 1, "m@h", journal, "v1")
+    assert gen.generated == [] and judge.judged == 0
+    assert journal.read_bytes() == fresh.read_bytes()
 
 
 def test_torn_journal_line_and_new_judge_version(tmp_path):
@@ -180,7 +202,7 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data" / "eval",
                        tmp_path / "metrics", params=params, root=tmp_path)
     assert summary["not_run"] == ["sft", "dpo", "repair"]
-    m = read_metrics(tmp_path / "metrics" / "eval_grpo_seed1.json")
+    m = read_metrics_folder(tmp_path / "metrics" / "eval_grpo_seed1")
     assert m["syn"]["accepted@1"] == 0.5 and m["syn"]["pass@2"] == 0.5 and m["syn"]["role"] == "dev"
     assert m["syn"]["eval@budget"]["accepted@1"] == pytest.approx(2 / 6)  # tasks 0 and 2 (tokens 0, 20 <= 25)
     ci = m["syn"]["ci"]["accepted@1"]
@@ -192,6 +214,58 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     assert pt["syn/0"] == {"n": 2, "c": 2, "first": "accepted", "pass@1": 1.0, "pass@2": 1.0}
     assert summary["seeds"]["grpo"]["syn"]["accepted@1"] == {"mean": 0.5, "std": 0.0, "n": 2}
     assert read_metrics(tmp_path / "metrics" / "eval.json") == summary
+
+
+def test_run_eval_writes_the_same_bytes_whatever_the_judge_took(tmp_path):
+    """data/eval/final is a DVC-hashed output: two runs whose judge took 0.01 s and 3 s a sample write the same
+    journals, samples and per-task arrays, and the same scores and provenance; only the cost file differs."""
+    for d in ("base", "grpo/seed-1"):
+        _model(tmp_path / "models" / d, d.encode())
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    cfg = EvalParams(datasets=[{"name": "syn", "k": True}], n=2, ks=[1, 2], bootstrap=50)
+    for name, secs in (("a", 0.01), ("b", 3.0)):
+        run_eval(cfg, Judge(judge_s=secs), lambda d: Gen(), tmp_path / "problems", tmp_path / name / "data",
+                 tmp_path / name / "metrics", params=GOV, root=tmp_path)
+
+    def tree(root: Path) -> dict[str, bytes]:
+        return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+    a, b = tree(tmp_path / "a" / "data"), tree(tmp_path / "b" / "data")
+    assert a == b and any("journal" in k for k in a) and any("samples" in k for k in a)
+    ma, mb = tree(tmp_path / "a" / "metrics"), tree(tmp_path / "b" / "metrics")
+    assert {k for k in ma if ma[k] != mb[k]} == {"cost/eval_baseline/syn.json", "cost/eval_grpo_seed1/syn.json"}
+    assert read_metrics_folder(tmp_path / "b" / "metrics" / "eval_baseline")["syn"]["judge_s_mean"] == 3.0
+
+
+def test_final_scores_are_one_file_per_dataset_so_a_phase_view_fits_a_terminal(tmp_path):
+    """`dvc metrics show metrics/final/eval_<phase>` prints one row per dataset: each scores file holds one dataset's
+    accepted@1, pass@k, pass_ratio and their CI bounds under short keys (no dataset name in a column), so the width
+    does not grow with the datasets; the protocol is provenance only, and the folder reads back as the whole report."""
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    write_problems(tmp_path / "problems" / "humanevalplus-v0.1.10.jsonl", PROBLEMS)
+    _model(tmp_path / "models" / "base", b"base")
+    cfg = EvalParams(datasets=[{"name": "syn", "k": True}, {"name": "humanevalplus-v0.1.10"}], n=2, ks=[1, 2],
+                     bootstrap=20)
+    run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data", tmp_path / "metrics",
+             params=GOV, root=tmp_path)
+    folder = tmp_path / "metrics" / "eval_baseline"
+    assert sorted(p.name for p in folder.iterdir()) == ["humanevalplus-v0.1.10.json", "syn.json"]
+    for name in ("syn", "humanevalplus-v0.1.10"):
+        keys = _flat_keys(json.loads((folder / f"{name}.json").read_text()))
+        assert keys <= {"accepted@1", "pass@1", "pass@2", "pass_ratio_mean", *(f"ci.{m}.{b}" for m in (
+            "accepted@1", "pass@1", "pass@2") for b in ("lo", "hi"))}, keys
+        assert max(len(k) for k in keys) <= 16 and len(keys) <= 13
+    whole = read_metrics_folder(folder)
+    assert set(whole) == {"syn", "humanevalplus-v0.1.10", "protocol"} and whole["protocol"]["n"] == 2
+    assert whole["syn"]["dataset"]["n_problems"] == 6 and "judge_s_mean" in whole["syn"]
+    assert not (tmp_path / "metrics" / "eval_baseline.json").exists()
+
+
+def _flat_keys(d: dict, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for k, v in d.items():
+        out |= _flat_keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}"}
+    return out
 
 
 def test_run_eval_refuses_test_set_in_tuning_stage(tmp_path):
@@ -293,4 +367,4 @@ def test_run_eval_writes_no_metrics_when_the_judge_failed_and_rejudges_on_resume
     gen, judge = Gen(), Judge()
     run_eval(cfg, GuardedJudge(judge, 0.05), lambda d: gen, *args, params=params, root=tmp_path)
     assert gen.generated == [] and judge.judged == 6
-    assert json.loads((tmp_path / "metrics" / "eval_baseline.json").read_text())["syn"]["accepted@1"] == 0.5
+    assert json.loads((tmp_path / "metrics" / "eval_baseline" / "syn.json").read_text())["accepted@1"] == 0.5

@@ -88,6 +88,18 @@ def test_cost_per_solved_is_none_when_nothing_solved():
     assert m["throughput_samples_per_s"] is None  # no generation time given
 
 
+def test_rows_resumed_without_judge_seconds_leave_the_judge_statistics_to_the_judged_ones():
+    """A row resumed from a journal carries no ``judge_s`` (journals hold no measured time): the scores are the same,
+    the judge seconds are those of the rows judged in this run, and the cost per solved is not guessed."""
+    judged = [_row("a", 0, "accepted", 1.0, judge_s=3.0), _row("b", 0, "wrong_answer", judge_s=1.0)]
+    resumed = [{k: v for k, v in _row("c", 0, "accepted", 1.0).items() if k != "judge_s"}]
+    m = compute_metrics(judged + resumed)
+    assert m["accepted@1"] == pytest.approx(2 / 3) and m["judge_s_mean"] == pytest.approx(2.0)
+    assert m["judge_s_per_solved"] is None and m["tokens_per_solved"] == pytest.approx(15.0)
+    none = compute_metrics(resumed)
+    assert none["judge_s_mean"] is None and none["judge_s_p95"] is None and none["accepted@1"] == 1.0
+
+
 def test_unknown_verdict_rejected():
     with pytest.raises(ValueError, match="unknown verdict"):
         compute_metrics([_row("a", 0, "ok")])

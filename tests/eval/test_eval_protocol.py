@@ -40,22 +40,24 @@ class FakeGenerator:
 class FakeJudge:
     """``accepted`` if the code contains 'GOOD', ``wrong_answer`` with a message for 'BAD', else runtime_error."""
 
-    def __init__(self):
+    def __init__(self, slowdown: float = 1.0):
         self.seen: list[tuple[str, str]] = []
+        self.slowdown = slowdown  # a busier machine: every judge second takes longer
 
     def judge_many(self, items):
         self.seen.extend((p.id, code) for p, code in items)
         res = []
+        s = self.slowdown
         for _, code in items:
             if "GOOD" in code:
-                res.append(JudgeResult(verdict="accepted", passed=1, total=1, pass_ratio=1.0, judge_s=0.5))
+                res.append(JudgeResult(verdict="accepted", passed=1, total=1, pass_ratio=1.0, judge_s=0.5 * s))
             elif "BAD" in code:
                 tests = [TestResult(index=0, verdict="accepted"),
                          TestResult(index=1, verdict="wrong_answer", message="expected 0, got 1")]
-                res.append(JudgeResult(verdict="wrong_answer", passed=1, total=2, pass_ratio=0.5, judge_s=0.25,
+                res.append(JudgeResult(verdict="wrong_answer", passed=1, total=2, pass_ratio=0.5, judge_s=0.25 * s,
                                        tests=tests))
             else:
-                res.append(JudgeResult(verdict="runtime_error", passed=0, total=1, pass_ratio=0.0, judge_s=0.1,
+                res.append(JudgeResult(verdict="runtime_error", passed=0, total=1, pass_ratio=0.0, judge_s=0.1 * s,
                                        message="ZeroDivisionError"))
         return res
 
@@ -79,7 +81,9 @@ def test_evaluate_end_to_end(tmp_path):
     # body continuation got the starter code; no-code samples never reached the judge
     assert rows[1]["code"].startswith("def add(a, b):\n") and len(judge.seen) == 4
     assert rows[1]["message"] == "expected 0, got 1" and rows[3]["message"] == "ZeroDivisionError"
-    assert rows[2]["message"] == "no code found in completion" and rows[2]["total"] == 2 and rows[2]["judge_s"] == 0
+    assert rows[2]["message"] == "no code found in completion" and rows[2]["total"] == 2
+    assert not [r for r in rows if "judge_s" in r]  # measured seconds: in the metrics (cost), not the hashed rows
+    assert m["judge_s_mean"] == pytest.approx((0.5 + 0.25 + 0 + 0.1 + 0.5 + 0) / 6)  # no-code samples count 0 s
     assert rows[0]["prompt"][0]["role"] == "user" and rows[0]["model"] == "fake-model"
     assert m["n_tasks"] == 2 and m["n_samples"] == 6 and m["greedy"] is False
     assert m["accepted@1"] == pytest.approx(0.5)
@@ -93,6 +97,21 @@ def test_evaluate_end_to_end(tmp_path):
     assert sorted(p.stem for p in (tmp_path / "qa").iterdir()) == sorted(VERDICTS)
     qa = json.loads((tmp_path / "qa" / "wrong_answer.jsonl").read_text())
     assert qa["completion"] == "    return a - b  # BAD\n" and qa["message"] == "expected 0, got 1"
+
+
+def _tree(root):
+    """{relative path: bytes} of every file under ``root``."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_same_inputs_write_the_same_bytes_whatever_the_judge_took(tmp_path):
+    """The samples, per-task arrays and QA logs are a DVC-hashed output: a run on a busy machine (every judge call 7x
+    slower) writes the same bytes; only the cost metrics (judge seconds) differ."""
+    sp = SamplingParams(temperature=0.8, top_p=0.95, max_new_tokens=32, seed=1)
+    fast = evaluate([P1, P2], FakeGenerator(ANSWERS), FakeJudge(), sp, tmp_path / "a", n=3, ks=[1, 2])
+    slow = evaluate([P1, P2], FakeGenerator(ANSWERS), FakeJudge(slowdown=7.0), sp, tmp_path / "b", n=3, ks=[1, 2])
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b") and len(_tree(tmp_path / "a")) > 3
+    assert slow["judge_s_mean"] == pytest.approx(7 * fast["judge_s_mean"]) and fast["judge_s_mean"] > 0
 
 
 def test_evaluate_resumes_generation_but_rejudges(tmp_path):

@@ -20,9 +20,10 @@ GOOD = "```python\nprint('FIXED')\n```"
 class FakeJudge:
     """Accepts a solution iff it contains FIXED; a failing test prints ``wrong``. Records every judged problem."""
 
-    def __init__(self) -> None:
+    def __init__(self, secs: float = 0.01) -> None:
         self.judged: list[Problem] = []
         self.runs: list[str] = []
+        self.secs = secs  # wall seconds every judge call and tool run reports (a busy machine: more)
 
     def judge(self, problem: Problem, solution: str):
         self.judged.append(problem)
@@ -30,11 +31,11 @@ class FakeJudge:
         res = [TestResult(index=i, verdict="accepted" if ok else "wrong_answer", stdout="" if ok else "wrong\n",
                           stderr="" if ok else "Traceback: boom", message="" if ok else "line 1 differs")
                for i in range(len(problem.tests))]
-        return summarise(res, 0.01)
+        return summarise(res, self.secs)
 
     def run_code(self, code, stdin="", timeout_s=10.0, memory_limit_mb=1024):
         self.runs.append(code)
-        return SimpleNamespace(verdict="accepted", exit_code=0, stdout="42\n", stderr="", time_s=0.01)
+        return SimpleNamespace(verdict="accepted", exit_code=0, stdout="42\n", stderr="", time_s=self.secs)
 
 
 class Scripted:
@@ -140,6 +141,19 @@ def test_interpreter_mode_tool_call():
     assert len(env.tool_calls) == 1 and [t["visible_verdict"] for t in env.turns] == ["syntax_error", "accepted"]
     assert env.accepted
     assert find_tool_call("```python\nx\n```") is None
+
+
+def test_traces_are_the_same_bytes_whatever_the_judge_took(tmp_path):
+    """data/repair/**/traces is a DVC-hashed output: episodes judged in 0.01 s and in 5 s a call (tool runs too)
+    write the same traces; the seconds are only in the metrics (``judge_s``, cost)."""
+    run = "Let me check.\n```python-run\nprint(6*7)\n```"
+    cfg = EnvConfig(turns=3, mode="interpreter", max_tool_calls=1)
+    ms = {secs: run_repair([_problem("t/1"), _problem("t/2")], Scripted([run, BAD, GOOD]), FakeJudge(secs), cfg,
+                           SamplingParams(), tmp_path / f"{secs}.jsonl") for secs in (0.01, 5.0)}
+    fast, slow = (tmp_path / "0.01.jsonl").read_bytes(), (tmp_path / "5.0.jsonl").read_bytes()
+    assert fast == slow and b"python-run" in fast and b"time_s" not in fast and b"judge_s" not in fast
+    assert ms[5.0]["judge_s"] == pytest.approx(500 * ms[0.01]["judge_s"]) and ms[0.01]["judge_s"] > 0
+    assert ms[5.0]["recovery_rate"] == ms[0.01]["recovery_rate"] == 1.0
 
 
 def test_samples_backend_is_a_scripted_policy(tmp_path):

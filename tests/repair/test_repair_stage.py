@@ -84,3 +84,28 @@ def test_hf_backend_tiny_model_multi_turn(tmp_path, judge):
     rows = [json.loads(x) for x in (tmp_path / "t.jsonl").read_text().splitlines()]
     assert all(len(r["turns"]) == 2 and r["tokens"] > 0 for r in rows)  # a random model never passes: 2 turns
     assert all(r["messages"][2]["role"] == "user" for r in rows)  # feedback went back into the conversation
+
+
+def test_verl_repair_without_steps_still_writes_its_declared_curves(tmp_path):
+    """repair.train.max_steps: 0 under engine verl publishes the input model unchanged and, like the local engine,
+    writes the curves dvc.yaml declares (metrics/repair/curves.tsv and its cost mirror), header only."""
+    from rlvr.data.schema import write_problems
+    from rlvr.stage import Params
+
+    syn = SyntheticParams(templates=["add"], n_tests=2)
+    write_problems(tmp_path / "problems" / "synthetic.jsonl", generate_from_params(syn))
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "config.json").write_text("{}")
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({
+        "engine": "verl", "train": {"train_sets": ["synthetic/train"]},
+        "repair": {"datasets": [{"name": "synthetic"}], "train": {"max_steps": 0, "warmup_epochs": 0}}}))
+    spec = importlib.util.spec_from_file_location("repair_stage_t", ROOT / "stages" / "repair.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    curves = tmp_path / "metrics" / "repair" / "curves.tsv"
+    out = mod._train(Params(params), Params(params).section("repair", RepairParams), tmp_path / "problems",
+                     str(tmp_path / "in"), None, tmp_path / "models" / "repair", curves)
+    assert out["skipped"] and (tmp_path / "models" / "repair" / "config.json").is_file()
+    assert curves.read_text().startswith("step\treward_mean\t") and "judge_s" not in curves.read_text()
+    assert (tmp_path / "metrics" / "cost" / "repair" / "curves.tsv").read_text() == "step\tjudge_s\n"

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the report draws with matplotlib (add it to the project dependencies)")
 
-from rlvr.io import read_metrics
+from rlvr.io import read_metrics, read_metrics_folder
 from rlvr.report import ReportParams, build_report
 
 IMG_RE = re.compile(r'<img class="chart" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)">')
@@ -169,7 +169,7 @@ def test_final_eval_section_shows_metrics_final_numbers(complete):
     sec = _section(html, "final")
     # every phase x dataset row carries the value and the CI the eval stage wrote (not recomputed)
     for phase in summary["final_phases"]:
-        m = read_metrics(root / "metrics" / "final" / f"eval_{phase}.json")
+        m = read_metrics_folder(root / "metrics" / "final" / f"eval_{phase}")
         for ds, role in (("heval", "test"), ("syn", "dev")):
             ci = m[ds]["ci"]["accepted@1"]
             row = re.search(rf'<td class="text">{ds}</td><td class="text">{role}</td><td class="text">{phase}</td>'
@@ -178,8 +178,8 @@ def test_final_eval_section_shows_metrics_final_numbers(complete):
             n, v, lo, hi = int(row[1]), *map(float, row.groups()[1:])
             assert n == m[ds]["dataset"]["n_problems"]
             assert (v, lo, hi) == pytest.approx((ci["value"], ci["lo"], ci["hi"]), abs=1e-3)
-    base = read_metrics(root / "metrics" / "final" / "eval_baseline.json")
-    best = read_metrics(root / "metrics" / "final" / "eval_grpo_seed2.json")
+    base = read_metrics_folder(root / "metrics" / "final" / "eval_baseline")
+    best = read_metrics_folder(root / "metrics" / "final" / "eval_grpo_seed2")
     assert base["heval"]["accepted@1"] == pytest.approx(0.2) and best["heval"]["accepted@1"] == 1.0  # real spread
     assert re.search(r'<td class="text">syn</td><td class="text">dev</td><td class="text">grpo_seed1</td>'
                      r"<td>12</td><td>[^<]+</td><td>[^<]+</td><td>([0-9.]+) \[", sec)  # pass@2 with CI on syn

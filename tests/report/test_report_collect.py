@@ -104,3 +104,23 @@ def test_wandb_sync_cli(tmp_path, monkeypatch):
     assert calls and "--entity" in calls[0] and calls[0][-1].endswith("offline-run-20250101_000000-ccc")
     res = CliRunner().invoke(wandb_sync, ["--dir", str(tmp_path / "empty")])
     assert res.exit_code != 0 and "no WandB run folders" in res.output
+
+
+def test_final_phases_read_from_folders_and_from_the_earlier_one_file_layout(tmp_path):
+    """metrics/final/eval_<phase>/<dataset>.json (rlvr.io.write_metrics_folder) and the earlier eval_<phase>.json
+    give the same phase; where both exist (a leftover file), the folder wins."""
+    from rlvr.io import write_metrics, write_metrics_folder
+
+    report = {"syn": {"accepted@1": 0.5, "pass@1": 0.5, "n_tasks": 4, "judge_s_mean": 0.1,
+                      "ci": {"accepted@1": {"lo": 0.1, "hi": 0.9}}}, "protocol": {"n": 1}}
+    final = tmp_path / "metrics" / "final"
+    write_metrics_folder(final / "eval_sft", report)
+    write_metrics(final / "eval_baseline.json", report)
+    write_metrics(final / "eval_sft.json", {"syn": {"accepted@1": 0.0}})  # stale, beside the folder
+    col = collect(tmp_path / "metrics", tmp_path / "data")
+    phases = {p.name: p for p in col.final_phases}
+    assert sorted(phases) == ["baseline", "sft"] and not col.problems
+    assert phases["sft"].datasets == phases["baseline"].datasets == {"syn": {k: report["syn"][k] for k in sorted(
+        report["syn"])}}
+    assert phases["sft"].protocol == {"n": 1}
+    assert str(tmp_path / "metrics" / "provenance" / "final" / "eval_sft" / "protocol.json") in col.sources

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from rlvr.io import write_metrics
+from rlvr.io import write_curves, write_metrics
 from rlvr.report.build import seed_overlays
 from rlvr.report.collect import collect
 from rlvr.report.cost import main as cost_main
@@ -21,6 +21,35 @@ def test_rlvr_cost_prints_the_cost_files_only(tmp_path):
     assert "train_runtime_s  1.805" in res.output and "accepted@1" not in res.output and "steps" not in res.output
     res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m), "final/"])
     assert res.output.splitlines()[0] == "final/eval_sft" and "train_runtime_s" not in res.output
+
+
+def test_rlvr_cost_shows_the_timing_columns_of_the_curves(tmp_path):
+    m = tmp_path / "metrics"
+    (m / "cost" / "grpo").mkdir(parents=True)
+    (m / "cost" / "grpo" / "seed-1.tsv").write_text("step\tjudge_step_s\n5\t0.5\n10\t1.5\n15\t\n")
+    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m), "grpo/"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines() == ["grpo/seed-1.tsv", "  judge_step_s.steps  2", "  judge_step_s.total  2",
+                                       "  judge_step_s.mean   1", "  judge_step_s.max    1.5"]
+
+
+def test_curves_timing_is_drawn_in_the_report_but_not_in_the_dvc_plot_data(tmp_path):
+    """The seeds-overlaid plot data (reports/plots/grpo.tsv, a DVC plot) holds no judge seconds, so it is the same on
+    any machine; the report's Stability section still draws them from the cost mirror."""
+    from rlvr.report.build import stability_section
+    from rlvr.report.params import ReportParams
+
+    m = tmp_path / "metrics"
+    for seed, secs in ((1, "0.5"), (2, "0.7")):
+        write_curves(m / "grpo" / f"seed-{seed}.tsv", ["reward_mean", "judge_step_s"],
+                     [{"step": 5, "reward_mean": "0.25", "judge_step_s": secs}])
+    col = collect(m, tmp_path / "data")
+    assert seed_overlays(col) == {"grpo.tsv": "step\tseed\treward_mean\n5\t1\t0.25\n5\t2\t0.25\n"}
+    curve = next(c for c in col.training["grpo"].curves if c.seed == 2)
+    assert curve.cost == {"judge_step_s": [0.7]} and "judge_step_s" not in curve.columns
+    assert str(m / "cost" / "grpo" / "seed-2.tsv") in col.sources
+    charts = [b for b in stability_section(col, ReportParams())["blocks"] if b["kind"] == "chart"]
+    assert [b["alt"] for b in charts] == ["training curves of grpo (curves): reward_mean, judge_step_s"]
 
 
 def test_seed_overlays_put_every_seed_in_one_long_table(tmp_path):

@@ -9,6 +9,7 @@ import pytest
 import torch
 from train_fixtures import FakeJudge, build_model, small_family
 
+from rlvr.io import read_curves
 from rlvr.train.local.common import TrainCommon, resume_checkpoint, run_dir
 
 pytestmark = pytest.mark.slow
@@ -105,8 +106,10 @@ def test_grpo_trains_with_judge_reward_and_writes_curves(base, tmp_path):
     m = run_grpo(cfg, _common(), base, _split("train"), _split("dev")[:2], FakeJudge(), tmp_path / "g", curves,
                  reward_mode="dense", reward_funcs=funcs)
     assert m["steps"] == 2 and m["reward_first"] is not None and m["dev"]["n"] == 2
-    assert _header(curves) == ["step", *GRPO_CURVES]
-    rows = [dict(zip(_header(curves), r.split("\t"), strict=True)) for r in curves.read_text().splitlines()[1:]]
+    assert _header(curves) == ["step", *(c for c in GRPO_CURVES if c != "judge_step_s")]  # seconds: cost mirror
+    assert _header(tmp_path / "cost" / "grpo.tsv") == ["step", "judge_step_s"]
+    header, rows = read_curves(curves)
+    assert header == ["step", *(c for c in GRPO_CURVES if c != "judge_step_s"), "judge_step_s"]
     assert len(rows) == 2
     for r in rows:
         for col in ("reward_mean", "reward_std", "accepted", "pass_ratio", "frac_reward_zero_std", "entropy",

@@ -114,6 +114,24 @@ def test_tsv_curves_columns_rows_and_resume(tmp_path):
     assert path.read_text().splitlines()[1:] == ["1\t0.25\t0", "2\t0.75\t0.1"]
 
 
+def test_tsv_curves_keep_judge_seconds_out_of_the_plot(tmp_path):
+    """The plot TSV is the same whatever the judge took (0.05 s or 2.5 s a step); judge_step_s goes to the cost
+    mirror metrics/cost/<same path>, and a resume restores it from there."""
+    cols = {"reward_mean": "reward", "judge_step_s": "judge/step_s"}
+    for name, secs in (("fast", 0.05), ("slow", 2.5)):
+        curves = TsvCurves(tmp_path / name / "metrics" / "grpo" / "seed-1.tsv", cols)
+        _log(curves, 1, {"reward": 0.25, "judge/step_s": secs})
+        _log(curves, 2, {"reward": 0.5, "judge/step_s": 2 * secs})
+    plot = [(tmp_path / n / "metrics" / "grpo" / "seed-1.tsv").read_bytes() for n in ("fast", "slow")]
+    assert plot[0] == plot[1] == b"step\treward_mean\n1\t0.25\n2\t0.5\n"
+    cost = tmp_path / "slow" / "metrics" / "cost" / "grpo" / "seed-1.tsv"
+    assert cost.read_text().splitlines() == ["step\tjudge_step_s", "1\t2.5", "2\t5"]
+    again = TsvCurves(tmp_path / "slow" / "metrics" / "grpo" / "seed-1.tsv", cols)
+    again.load_existing(upto_step=1)
+    _log(again, 2, {"reward": 0.75, "judge/step_s": 1.0})
+    assert cost.read_text().splitlines() == ["step\tjudge_step_s", "1\t2.5", "2\t1"]
+
+
 def test_run_dir_keys_on_params_and_model(tmp_path, monkeypatch):
     monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
     m = tmp_path / "m"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rlvr.io import read_curves
 from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
 from rlvr.train.verl import logs as vlogs
@@ -124,8 +125,11 @@ def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path, monkeypatch):
     assert (out / "verl_overrides.txt").read_text().splitlines() == argv[3:]
     assert (tmp_path / "run" / "verl_command.sh").is_file()
     lines = (tmp_path / "metrics" / "grpo.tsv").read_text().splitlines()
-    assert lines[0].split("\t") == ["step", *vlogs.GRPO_COLUMNS]
-    rows = [dict(zip(lines[0].split("\t"), x.split("\t"), strict=True)) for x in lines[1:]]
+    plotted = [c for c in vlogs.GRPO_COLUMNS if c != "judge_s"]  # judge seconds: the cost mirror, not the plot
+    assert lines[0].split("\t") == ["step", *plotted]
+    assert (tmp_path / "metrics" / "cost" / "grpo.tsv").read_text().splitlines() == ["step\tjudge_s", "1\t", "2\t3.5"]
+    header, rows = read_curves(tmp_path / "metrics" / "grpo.tsv")
+    assert header == ["step", *plotted, "judge_s"]
     assert [r["step"] for r in rows] == ["1", "2"]
     assert rows[0]["reward_mean"] == "0.25" and rows[0]["zero_std_frac"] == "0.5" and rows[0]["accepted_rate"] == "0.25"
     assert rows[1]["zero_std_frac"] == "0.5" and rows[1]["reward_std"] == "0.433013"

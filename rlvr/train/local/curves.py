@@ -1,5 +1,6 @@
 """Training curves of the local (TRL) engine: :class:`TsvCurves`, a ``TrainerCallback`` writing logged keys per step
-to a TSV (the ``dvc plots`` format).
+to a TSV (the ``dvc plots`` format); timing columns (``judge_step_s``) go to the TSV's cost mirror
+(:func:`rlvr.io.write_curves`), so the plot is the same on any machine.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import atomic_write_text
+from rlvr.io import atomic_write_text, read_curves, write_curves
 
 __all__ = ["TsvCurves"]
 
@@ -19,9 +20,11 @@ class TsvCurves:
     ``columns`` maps TSV column name → logged key (``{"reward_mean": "reward", "kl": "kl"}``); the first column is
     always ``step`` (``state.global_step``). Missing keys are written as empty cells; rows with none of the keys
     (e.g. the final ``train_runtime`` summary) are skipped. The file is rewritten atomically at every row, so it is
-    complete after an interruption; on resume, rows already present (``step`` ≤ the resumed step) are kept.
-    ``mirror``: a second copy kept beside the checkpoints (outside DVC's outputs, which DVC deletes before re-running
-    a stage), from which the rows of an earlier run are restored on resume.
+    complete after an interruption; on resume, rows already present (``step`` ≤ the resumed step) are kept. Columns
+    that measure time (:data:`rlvr.io.COST_KEY`, e.g. ``judge_step_s`` seconds) are written to the cost mirror of
+    ``path`` (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`), not to the plot.
+    ``mirror``: a second, whole copy (every column) kept beside the checkpoints (outside DVC's outputs, which DVC
+    deletes before re-running a stage), from which the rows of an earlier run are restored on resume.
     """
 
     def __init__(self, path: str | Path, columns: Mapping[str, str], mirror: str | Path | None = None) -> None:
@@ -43,14 +46,8 @@ class TsvCurves:
         source = self.path if self.path.is_file() else self.mirror
         if source is None or not source.is_file():
             return
-        lines = source.read_text(encoding="utf-8").splitlines()
-        if not lines:
-            return
-        header = lines[0].split("\t")
-        for line in lines[1:]:
-            row = dict(zip(header, line.split("\t"), strict=False))
-            if row.get("step", "").isdigit() and int(row["step"]) <= upto_step:
-                self.rows.append(row)
+        _, rows = read_curves(source) if source == self.path else _whole(source)
+        self.rows.extend(r for r in rows if r.get("step", "").isdigit() and int(r["step"]) <= upto_step)
 
     def _on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         # Bound method stored on the callback class: the handler calls it as on_log(args, state, control, logs=…).
@@ -64,9 +61,19 @@ class TsvCurves:
         self.write()
 
     def write(self) -> None:
-        """Rewrite the TSV (header ``step`` + columns) atomically."""
-        header = ["step", *self.columns]
-        lines = ["\t".join(header)] + ["\t".join(str(r.get(h, "")) for h in header) for r in self.rows]
-        atomic_write_text(self.path, "\n".join(lines) + "\n")
+        """Rewrite the plot TSV and its cost mirror (:func:`rlvr.io.write_curves`), and the whole-copy ``mirror``,
+        atomically."""
+        write_curves(self.path, list(self.columns), self.rows)
         if self.mirror is not None:
+            header = ["step", *self.columns]
+            lines = ["\t".join(header)] + ["\t".join(str(r.get(h, "")) for h in header) for r in self.rows]
             atomic_write_text(self.mirror, "\n".join(lines) + "\n")
+
+
+def _whole(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    """``(header, rows)`` of a TSV holding every column (the checkpoint-side mirror), cells as text."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    if not lines:
+        return [], []
+    header = lines[0].split("\t")
+    return header, [dict(zip(header, line.split("\t"), strict=False)) for line in lines[1:]]

@@ -30,7 +30,8 @@ clip_ratio         ``actor/pg_clipfrac``
 judge_s            judge seconds per step: ``timing_s/reward`` when verl logs it (reward computed after the
                    rollout); with the agent-loop reward (verl 0.9's default) the sum of the step's training samples'
                    ``judge_s`` from the judge log (:mod:`rlvr.reward.judge_log`; CPU-seconds of judging, summed
-                   over concurrently judged samples, so it can exceed the step's wall time)
+                   over concurrently judged samples, so it can exceed the step's wall time). Written to the
+                   TSV's cost mirror, not the plot (:func:`write_tsv`)
 judged             samples in the judge log for the step (empty without a judge log)
 num_turns          ``num_turns/mean``: messages per episode (prompt + responses + tool responses; 2 = one answer
                    and no tool call; above 2 in repair only when the policy called a tool)
@@ -51,7 +52,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import atomic_write_text, read_appended_jsonl
+from rlvr.io import read_appended_jsonl, write_curves
 from rlvr.reward import judge_log
 
 __all__ = [
@@ -227,11 +228,11 @@ def _cell(v: Any) -> str:
 
 
 def write_tsv(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Path:
-    """Write ``rows`` as a DVC plots TSV (header ``step`` + ``columns``; empty cell = missing) atomically."""
-    header = ["step", *columns]
-    lines = ["\t".join(header)] + ["\t".join(_cell(r.get(h)) for h in header) for r in rows]
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return Path(path)
+    """Write ``rows`` as a DVC plots TSV (header ``step`` + ``columns``; empty cell = missing) atomically; columns
+    that measure time (``judge_s`` seconds) go to the TSV's cost mirror ``metrics/cost/<same path>``
+    (:func:`rlvr.io.write_curves`), so the plot holds nothing load-dependent. Returns the plot's path."""
+    cells = [{h: _cell(r.get(h)) for h in ("step", *columns)} for r in rows]
+    return write_curves(path, list(columns), cells)[0]
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], column: str) -> dict[str, float | None]:
