@@ -38,6 +38,7 @@ SCALE_KEYS: tuple[str, ...] = (
     "train.max_prompt_length", "train.max_completion_length", "train.eval_max_new_tokens",
     "sft.learning_rate", "sft.max_steps", "sft.per_device_train_batch_size",
     "dpo.learning_rate", "dpo.max_steps", "dpo.beta", "dpo.per_device_train_batch_size", "dpo.launch",
+    "dpo.mining.backend",
     "grpo.learning_rate", "grpo.max_steps", "grpo.num_generations", "grpo.beta",
     "verl.train_batch_size", "verl.ppo_mini_batch_size", "verl.max_prompt_length", "verl.max_response_length",
     "verl.sft_train_batch_size", "verl.sft_max_length",

@@ -154,3 +154,24 @@ def test_dpo_on_several_processes_trains_through_the_worker(base, tmp_path):
     assert m["steps"] == 2 and m["pairs"]["pairs"] > 0 and (tmp_path / "dpo" / "config.json").is_file()
     run = next((tmp_path / "cache").rglob(JOB_FILE)).parent
     assert (run / FITTED_FILE).is_file()
+
+
+def test_dpo_mining_in_a_child_process_gives_the_stage_process_texts(base, tmp_path):
+    """dpo.mining.process child: the samples come from `python -m rlvr.train.local.dpo_mine` (a process that exits
+    before training, so the GPUs are free for the launch) and equal the in-process ones; a broken child fails the
+    stage with the child's status."""
+    import subprocess
+
+    from rlvr.data.prompts import build_messages
+    from rlvr.generate import SamplingParams
+    from rlvr.train.local.dpo import DPOMining
+    from rlvr.train.local.dpo_mine import JOB_FILE, generate_texts, run_child
+
+    prompts = [build_messages(p) for p in _split("train")[:3]]
+    sp = SamplingParams(temperature=0.0, max_new_tokens=6, seed=0)
+    here = generate_texts(base, prompts, 2, sp, DPOMining())
+    child = run_child(base, prompts, 2, sp, DPOMining(process="child"), tmp_path)
+    assert child == here and len(child) == 3 and all(len(t) == 2 for t in child)
+    assert (tmp_path / JOB_FILE).is_file()
+    with pytest.raises(subprocess.CalledProcessError):
+        run_child(tmp_path / "no-such-model", prompts, 2, sp, DPOMining(process="child"), tmp_path)

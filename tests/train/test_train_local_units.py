@@ -235,3 +235,16 @@ def test_set_seed_pins_threads_and_deterministic_algorithms():
     finally:
         torch.set_num_threads(threads)
         torch.use_deterministic_algorithms(det)
+
+
+def test_dpo_mining_with_vllm_must_run_in_a_child_process():
+    """The vLLM engine does not reliably free its GPU memory in-process, and the DPO launch needs every GPU right
+    after mining: `backend: vllm` with `process: stage` is refused when params load, naming the fields."""
+    from pydantic import ValidationError
+
+    from rlvr.train.local.dpo import DPOMining, DPOParams
+
+    with pytest.raises(ValidationError, match="backend vllm needs process: child"):
+        DPOParams(mining={"backend": "vllm"})
+    assert DPOParams(mining={"backend": "vllm", "process": "child", "tensor_parallel_size": 2}).mining == DPOMining(
+        backend="vllm", process="child", tensor_parallel_size=2)

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlvr.config import Section
 from rlvr.data.manifests import read_jsonl
@@ -49,7 +49,8 @@ from rlvr.train.local.common import (
     trainer_kwargs,
 )
 
-__all__ = ["DPO_CURVES", "DPOParams", "Judged", "dataset_pairs", "mine_pairs", "run_dpo", "sample_and_judge"]
+__all__ = ["DPO_CURVES", "DPOMining", "DPOParams", "Judged", "dataset_pairs", "mine_pairs", "run_dpo",
+           "sample_and_judge"]
 
 DPO_CURVES = {
     "loss": "loss",
@@ -74,6 +75,32 @@ class DPOLaunch(Section):
     mode: Literal["ddp"] = "ddp"
 
 
+class DPOMining(Section):
+    """``dpo.mining``: how the ``k`` samples per problem are generated.
+
+    Fields:
+        backend: ``hf`` (transformers; the CPU default) or ``vllm`` (the 7B profiles: HF decoding of 7B samples of
+            2,048 tokens is minutes per batch; measured on 2 x H100, ``bench/gpu/results_2gpu.json``).
+        process: ``stage`` (in the stage's own process) or ``child`` (``python -m rlvr.train.local.dpo_mine`` in a
+            child process that exits before training, so every GPU it used is free for the ``accelerate launch``;
+            required for ``vllm``, whose engine does not reliably release its memory in-process).
+        tensor_parallel_size: GPUs of the vLLM engine. gpu_memory_utilization: its share of each (0-1).
+        batch_size: prompts per HF forward batch.
+    Raises ``ValueError`` (pydantic) for ``backend: vllm`` with ``process: stage``."""
+
+    backend: Literal["hf", "vllm"] = "hf"
+    process: Literal["stage", "child"] = "stage"
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
+    batch_size: int = Field(16, ge=1)
+
+    @model_validator(mode="after")
+    def _vllm_in_a_child(self) -> DPOMining:
+        if self.backend == "vllm" and self.process != "child":
+            raise ValueError("backend vllm needs process: child (the training launch needs the GPUs the engine holds)")
+        return self
+
+
 class DPOParams(OptimParams):
     """``params.yaml`` section ``dpo`` (optimiser fields: :class:`rlvr.train.local.common.OptimParams`).
 
@@ -87,6 +114,7 @@ class DPOParams(OptimParams):
         dataset_pairs: add reference-vs-incorrect pairs where the dataset has incorrect solutions.
         launch: how the TRL training runs (:class:`DPOLaunch`): in the stage's process (``processes: 1``), or one
             process per GPU through ``accelerate launch`` (:func:`launch_command`; the 7B profiles).
+        mining: how the samples are generated (:class:`DPOMining`).
     """
 
     learning_rate: float = Field(5e-5, gt=0)
@@ -101,6 +129,7 @@ class DPOParams(OptimParams):
     max_problems: int = Field(0, ge=0)
     dataset_pairs: bool = True
     launch: DPOLaunch = Field(default_factory=lambda: DPOLaunch())
+    mining: DPOMining = Field(default_factory=lambda: DPOMining())
 
 
 Judged = tuple[str, bool, float]  # (completion text, accepted, pass_ratio)
@@ -215,16 +244,28 @@ def sample_and_judge(
     top_p: float,
     max_new_tokens: int,
     seed: int,
+    mining: DPOMining | None = None,
+    workdir: str | Path | None = None,
 ) -> list[list[Judged]]:
-    """Sample ``k`` completions per problem from the model at ``model_dir`` (``rlvr.generate`` ``hf`` backend) and
-    judge them → per problem a list of ``(text, accepted, pass_ratio)``."""
-    from rlvr.generate import SamplingParams, make_generator
+    """Sample ``k`` completions per problem from the model at ``model_dir`` (``mining``: backend and process,
+    :class:`DPOMining`; default in-process ``hf``) and judge them → per problem a list of ``(text, accepted,
+    pass_ratio)``. A ``child`` process writes its job and texts under ``workdir`` (required then). Raises
+    ``subprocess.CalledProcessError`` when the child fails, ``ValueError`` without ``workdir``."""
+    from rlvr.generate import SamplingParams
+    from rlvr.train.local.dpo_mine import generate_texts, run_child
 
-    gen = make_generator("hf", model=str(model_dir), batch_size=16)
+    mining = mining or DPOMining()
     sp = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
-    outs = gen.generate([build_messages(p) for p in problems], k, sp)
+    prompts = [build_messages(p) for p in problems]
+    if mining.process == "child":
+        if workdir is None:
+            raise ValueError("sample_and_judge: dpo.mining.process child needs a work folder")
+        texts = run_child(model_dir, prompts, k, sp, mining, workdir)
+    else:
+        texts = generate_texts(model_dir, prompts, k, sp, mining)
+    outs = texts
     flat_p = [p for p, o in zip(problems, outs, strict=True) for _ in o]
-    flat_t = [c.text for o in outs for c in o]
+    flat_t = [t for o in outs for t in o]
     res = judge_completions(judge, flat_p, flat_t)
     out: list[list[Judged]] = []
     i = 0
@@ -263,7 +304,7 @@ def run_dpo(
         if cfg.max_problems and len(probs) > cfg.max_problems:
             probs = random.Random(cfg.seed).sample(probs, cfg.max_problems)
         judged = sample_and_judge(model_dir, probs, judge, cfg.k, cfg.temperature, cfg.top_p,
-                                  common.max_completion_length, cfg.seed)
+                                  common.max_completion_length, cfg.seed, mining=cfg.mining, workdir=out)
         pairs, stats = mine_pairs(probs, judged, cfg.pair_rule, cfg.min_margin, cfg.max_pairs_per_problem, cfg.seed)
         ds_pairs = dataset_pairs(probs, judge) if cfg.dataset_pairs else []
         stats["dataset_pairs"] = len(ds_pairs)
