@@ -29,6 +29,17 @@ def _read(root: Path, rel: str) -> Any:
     return data
 
 
+def _summary(root: Path) -> dict[str, Any]:
+    """The final eval's summary (:func:`rlvr.report.summary.read_summary`: ``metrics/final/eval.json`` with the
+    ``headline/`` and ``seeds/`` files beside it). Raises ``FileNotFoundError`` naming it when nothing is there."""
+    from rlvr.report.summary import read_summary
+
+    data = read_summary(root / "metrics/final/eval.json")
+    if data is None:
+        raise FileNotFoundError("metrics/final/eval.json")
+    return data
+
+
 def _f(v: Any, nd: int = 3) -> str:
     """``None`` → "–", an int with thousands separators, a float with ``nd`` decimals, anything else as ``str``."""
     if v is None:
@@ -53,7 +64,7 @@ def final_eval(root: Path) -> str:
     phase (:func:`rlvr.report.summary.summary_rows`)."""
     from rlvr.report.summary import summary_rows
 
-    data = _read(root, "metrics/final/eval.json")
+    data = _summary(root)
     parts = []
     by = summary_rows(data)
     for ds in sorted(by, key=lambda d: (0 if by[d] and by[d][0]["role"] == "dev" else 1, d)):
@@ -74,19 +85,19 @@ def final_eval(root: Path) -> str:
               ci(r["pass@k_ci"]), d(r["delta_pass@k"]), r["previous"] or ""] for r in rows]))
     if data.get("not_run"):
         parts.append("Not run: " + ", ".join(data["not_run"]) + ".")
-    return "\n\n".join(parts) + _source("metrics/final/eval.json")
+    return "\n\n".join(parts) + _source("metrics/final/eval.json", "metrics/final/seeds/")
 
 
 def headline(root: Path) -> str:
-    """The ``headline`` block of ``metrics/final/eval.json`` (the phase named by ``eval.headline``)."""
-    h = _read(root, "metrics/final/eval.json").get("headline") or {}
+    """The headline block of the final eval (``metrics/final/headline/``: the phase named by ``eval.headline``)."""
+    h = _summary(root).get("headline") or {}
     if not h or h.get("not_run"):
         return f"No headline block (phase {h.get('phase')!r} not run)." + _source("metrics/final/eval.json")
     keys = sorted({k for v in h.values() if isinstance(v, dict) for k in v if k != "role"},
                   key=lambda k: (k != "accepted@1", int(k.split("@")[1])))
     rows = [[ds, v.get("role", ""), *[v.get(k) for k in keys]] for ds, v in sorted(h.items()) if isinstance(v, dict)]
     return (f"Headline phase **{h['phase']}** (mean over {h.get('seeds', 1)} seed(s)):\n\n"
-            + _table(["dataset", "role", *keys], rows) + _source("metrics/final/eval.json"))
+            + _table(["dataset", "role", *keys], rows) + _source("metrics/final/headline/"))
 
 
 def smoke_phases(root: Path) -> str:

@@ -11,7 +11,8 @@ Files and what they become (everything optional; absent ones are reported as "no
 * ``metrics/<stage>.json`` (any other file) → **training stage** summaries; ``metrics/<stage>/**/*.tsv`` → training
   **curves** (DVC plots TSV, first column ``step``).
 * ``metrics/governance.json``, ``metrics/judge_check.json``, ``<data_dir>/governance/audit.md`` → the Data section.
-* ``metrics/final/eval.json`` (summary: ``phases``, ``not_run``, ``seeds``, ``headline``) and
+* ``metrics/final/eval.json`` with ``headline/`` and ``seeds/`` beside it (the summary: ``phases``, ``not_run``,
+  ``seeds``, ``headline``; :func:`rlvr.report.summary.read_summary`) and
   ``metrics/final/eval_<phase>/<dataset>.json`` (:func:`rlvr.io.read_metrics_folder`; the earlier layout, one file
   ``metrics/final/eval_<phase>.json``, reads the same) → the **final evaluation** (stage ``eval``,
   :mod:`rlvr.eval.final`: Dev and Test sets under one protocol, CIs inside each dataset entry under ``"ci"``);
@@ -41,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.io import layout_paths, metric_names, read_metrics, read_metrics_folder
+from rlvr.report.summary import read_summary
 
 __all__ = [
     "FINAL_DIR",
@@ -240,7 +242,7 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
         if data is None:
             continue
         if stem == "eval":  # a final-eval summary written beside the Dev evals (--metrics-dir metrics)
-            out.final_summary = out.final_summary or (data if isinstance(data, dict) else None)
+            out.final_summary = out.final_summary or _load_summary(out, path)
         elif stem == "governance":
             out.governance = data if isinstance(data, dict) else None
         elif stem == "judge_check":
@@ -321,6 +323,21 @@ def _load_folder(out: Collected, folder: Path) -> dict[str, Any] | None:
     return data
 
 
+def _load_summary(out: Collected, path: Path) -> dict[str, Any] | None:
+    """:func:`rlvr.report.summary.read_summary` of ``path`` (the summary and the ``headline/``, ``seeds/`` files
+    beside it), those files' sha256 in ``out.sources``; an unreadable file is recorded in ``out.problems``."""
+    try:
+        data = read_summary(path)
+    except (OSError, ValueError) as exc:
+        out.problems[str(path)] = str(exc)
+        return None
+    for sub in ("headline", "seeds"):
+        for base in {p.parent for p in layout_paths(path.parent / sub / "x.json")}:
+            for f in sorted(base.rglob("*.json")) if base.is_dir() else []:
+                out.sources[str(f)] = _sha(f)
+    return data
+
+
 def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[str],
                    load: Any) -> None:
     """The final eval stage's files (module doc) into ``out.final_summary`` / ``out.final_phases``: a phase is a
@@ -335,7 +352,7 @@ def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[
         if data is None:
             continue
         if path.stem == "eval":
-            out.final_summary = data if isinstance(data, dict) else None
+            out.final_summary = _load_summary(out, path)
             continue
         if not path.stem.startswith("eval_"):
             continue
