@@ -121,9 +121,10 @@ def test_a_metrics_folder_is_one_file_per_entry_and_reads_back_whole(tmp_path):
 
 def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
     """rlvr.io.write_metrics_folder: each entry split as it would be inside the whole report (training's seconds are
-    cost, its loss provenance), a value that is not a dict (judge_check's judge_version) in the report's own file
-    beside the folder, sub-folders read as nested entries, and read_metrics(<folder>.json) gives the whole report
-    back; a part an entry no longer has, or the whole file of the one-file layout, is removed, not merged back."""
+    cost, its loss provenance; no scores file for it), a value that is not a dict (judge_check's judge_version) in the
+    report's own file beside the folder, sub-folders read as nested entries, and read_metrics(<folder>.json) gives the
+    whole report back; the file of the one-file layout is removed, not merged back; a dataset's three parts always
+    exist (DVC declares the folders)."""
     root = tmp_path / "metrics"
     write_metrics(root / "repair.json", {"stale": {"accepted@1": 0.1}})  # the earlier one-file layout
     report = {**REPAIR, "judge_version": "rlvr-judge/2", "empty": {}}
@@ -137,7 +138,8 @@ def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
     write_metrics_folder(root / "repair" / "before", {"synthetic": {"recovery_rate": 0.5, "n": 4}})
     assert read_metrics(root / "repair.json")["before"] == {"synthetic": {"n": 4, "recovery_rate": 0.5}}
     write_metrics_folder(root / "repair", {"synthetic": {"recovery_rate": 0.9}})  # no judge seconds this time
-    assert not (root / "cost" / "repair" / "synthetic.json").exists()
+    assert json.loads((root / "cost" / "repair" / "synthetic.json").read_text()) == {}  # the part exists, empty
+    assert not (root / "provenance" / "repair.json").exists()  # no judge_version this time
     assert read_metrics(root / "repair.json")["synthetic"] == {"recovery_rate": 0.9}
 
 
