@@ -4,7 +4,7 @@ Protocol (recorded in every metrics file under ``"protocol"``):
 
 * **EVAL@1**: greedy decoding (``greedy`` sampling params, fixed ``max_new_tokens``), the fixed prompt template of
   :func:`rlvr.data.prompts.build_messages` for every dataset; metric ``accepted@1``
-  (:func:`rlvr.eval.metrics.compute_metrics`, same keys as ``metrics/baseline.json``).
+  (:func:`rlvr.eval.metrics.compute_metrics`, same keys as the baseline's ``metrics/baseline/``).
 * **EVAL@k** (datasets with ``k: true``): ``n`` samples per task at the fixed ``sampling`` temperature / top_p;
   ``pass@k`` with the unbiased estimator of Chen et al. 2021 (:func:`rlvr.eval.metrics.pass_at_k`), per-task arrays
   saved.

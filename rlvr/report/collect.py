@@ -2,7 +2,8 @@
 
 Files and what they become (everything optional; absent ones are reported as "not run"):
 
-* ``metrics/baseline.json`` and ``metrics/eval_<phase>.json`` → evaluation **phases**: ``{dataset: metrics dict of
+* ``metrics/baseline.json`` and ``metrics/eval_<phase>.json``, or their folder form ``metrics/baseline/<dataset>.json``
+  (:func:`rlvr.io.read_metrics` reads either) → evaluation **phases**: ``{dataset: metrics dict of
   rlvr.eval.metrics.compute_metrics, "protocol": {...}}``. A dataset entry is any top-level object holding
   ``accepted@1`` or ``verdicts``. ``metrics/repair.json`` is a phase too when it has that shape.
 * Per-task arrays for CIs and flips: ``<data_dir>/<stem>/per_task/<dataset>.json`` (``stem`` = metrics file stem,
@@ -18,8 +19,9 @@ Files and what they become (everything optional; absent ones are reported as "no
   :mod:`rlvr.eval.final`: Dev and Test sets under one protocol, CIs inside each dataset entry under ``"ci"``);
   per-task arrays from
   ``<data_dir>/eval/final/<phase>/per_task/<dataset>.json`` when present (paired flips).
-* ``metrics/repair.json`` is also kept whole (``Collected.repair``: after-training metrics per dataset, optional
-  ``before``/``training``/``protocol`` blocks) for the repair section.
+* ``metrics/repair.json`` (or ``metrics/repair/eval/{after,before}/``, :func:`repair_report`) is also kept whole
+  (``Collected.repair``: after-training metrics per dataset, optional ``before``/``training``/``protocol`` blocks) for
+  the repair section.
 
 Layout (:func:`rlvr.io.layout_paths`): each ``metrics/<rel>.json`` is the scores part of a stage's report; its
 cost and provenance parts are ``metrics/cost/<rel>.json`` and ``metrics/provenance/<rel>.json``. Every file is read
@@ -55,6 +57,7 @@ __all__ = [
     "flatten",
     "read_json",
     "read_tsv",
+    "repair_report",
     "split_seed",
 ]
 
@@ -234,11 +237,16 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
         for part in layout_paths(path):
             if part.is_file():
                 out.sources[str(part)] = _sha(part)
+        for folder in {p.parent for p in layout_paths(path.with_suffix("") / "x.json")}:  # its folder form
+            for f in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+                out.sources[str(f)] = _sha(f)
         return data
 
-    for path in (metrics_dir / name for name in metric_names(metrics_dir)):
+    for path in (metrics_dir / name for name in _report_names(metrics_dir)):
         stem = path.stem
         data = load(path)
+        if stem == "repair":
+            data = repair_report(data)
         if data is None:
             continue
         if stem == "eval":  # a final-eval summary written beside the Dev evals (--metrics-dir metrics)
@@ -294,6 +302,31 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
         out.audit_md = audit.read_text(encoding="utf-8")
         out.sources[str(audit)] = _sha(audit)
     return out
+
+
+def _report_names(metrics_dir: Path) -> list[str]:
+    """``<name>.json`` of every report directly in ``metrics_dir``: its files (:func:`rlvr.io.metric_names`) and the
+    reports written in folder form (:func:`rlvr.io.write_metrics_folder`), a sub-folder of ``metrics_dir`` or of its
+    cost/provenance mirrors named like a special file (``baseline``, ``judge_check``, ``repair``…) or ``eval_<phase>``.
+    :func:`rlvr.io.read_metrics` of ``metrics_dir / name`` reads either form."""
+    names = set(metric_names(metrics_dir))
+    for base in {p.parent for p in layout_paths(metrics_dir / "x.json")}:
+        if base.is_dir():
+            names.update(f"{d.name}.json" for d in base.iterdir()
+                         if d.is_dir() and (d.name in SPECIAL_FILES or d.name.startswith("eval_")))
+    return sorted(names)
+
+
+def repair_report(data: Any) -> Any:
+    """The repair stage's report as one dict, ``{dataset: after-training metrics, "before": {dataset: ...},
+    "training": {...}, "protocol": {...}}``, from :func:`rlvr.io.read_metrics` of ``metrics/repair.json`` in either
+    layout: the folder form ``metrics/repair/eval/{after,before}/`` (read as ``{"eval": {"after": ..., "before":
+    ...}}``; a leftover file of the earlier layout beside it is ignored) or the earlier one file, returned as it is
+    (so is anything else, ``None`` included)."""
+    ev = data.get("eval") if isinstance(data, dict) else None
+    if not isinstance(ev, dict) or not isinstance(ev.get("after"), dict):
+        return data
+    return {**ev["after"], **({"before": ev["before"]} if isinstance(ev.get("before"), dict) else {})}
 
 
 def _aligned(cols: dict[str, list[float]], steps: list[float]) -> dict[str, list[float]]:

@@ -48,7 +48,7 @@ def test_full_report_sections_and_charts(built):
         assert tree.tag.endswith("svg") and alt
         assert svg.count(b"<path") >= 3  # something is drawn
     # dpo never ran: listed as not run; repair too
-    assert "eval of dpo (metrics/eval_dpo.json)" in html and "repair (metrics/repair.json)" in html
+    assert "eval of dpo (metrics/eval_dpo/)" in html and "repair (metrics/repair/eval/)" in html
 
 
 @pytest.mark.slow
@@ -103,7 +103,7 @@ def test_empty_pipeline_says_not_run(tmp_path):
     assert "governance (metrics/governance.json)" in summary["not_run"]
     assert "eval, the final Dev/Test evaluation (metrics/final/eval.json)" in summary["not_run"]
     assert "not run: the eval stage has not run (metrics/final/eval.json)" in html
-    assert "not run: repair has not run (metrics/repair.json)" in html
+    assert "not run: repair has not run (metrics/repair/eval/)" in html
     assert "<html" in html and "</html>" in html
 
 
