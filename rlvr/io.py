@@ -232,37 +232,39 @@ def write_metrics(path: str | Path, report: dict[str, Any], empty: bool = True) 
     return paths
 
 
-def write_metrics_folder(folder: str | Path, report: dict[str, Any]) -> list[Path]:
+def write_metrics_folder(folder: str | Path, report: dict[str, Any], empty: bool = True) -> list[Path]:
     """Write ``report`` in its folder form: each top-level entry that is a dict becomes its own metrics file
     ``<folder>/<key>.json``, split into scores, cost and provenance parts (:func:`layout_paths`) exactly as it would be
     inside the whole report (:func:`split_metrics` of ``{key: entry}``, so ``training``'s seconds stay cost). An entry
     (a dataset) gets all three parts, an empty one as ``{}`` (so the folders a stage declares in dvc.yaml exist), an
     entry named like a provenance block (:data:`PROVENANCE_BLOCK`: ``protocol``, ``training``) only the parts it
-    fills, so it adds no empty row to ``dvc metrics show``. Values that are not dicts (``judge_version``) go to the
-    report's own file beside the folder (``<folder>.json``, e.g. ``metrics/provenance/judge_check.json``); a part of
-    that file with nothing to hold is removed, so a file of the one-file layout does not merge back into the report.
-    ``dvc metrics show <folder>`` then prints one row per entry (a dataset) with a few short columns (``accepted@1``,
-    ``pass@k``, ``ci.accepted@1.lo``…) instead of one row with every entry's columns side by side.
-    :func:`read_metrics` of ``<folder>.json`` (or :func:`read_metrics_folder` of the folder) gives the report back.
-    Returns the paths written. Raises ``TypeError`` when ``report`` is not a dict, ``ValueError`` when a key is not a
-    plain file name."""
+    fills, so it adds no empty row to ``dvc metrics show``; with ``empty=False`` every entry gets only the parts it
+    fills (an entry with nothing at all: its provenance part ``{}``), for folders no declaration needs. Values that are
+    not dicts (``judge_version``) go to the report's own file beside the folder (``<folder>.json``, e.g.
+    ``metrics/provenance/judge_check.json``); a part of that file with nothing to hold is removed, so a file of the
+    one-file layout does not merge back into the report. ``dvc metrics show <folder>`` then prints one row per entry
+    (a dataset) with a few short columns (``accepted@1``, ``pass@k``, ``ci.accepted@1.lo``…) instead of one row with
+    every entry's columns side by side. :func:`read_metrics` of ``<folder>.json`` (or :func:`read_metrics_folder` of
+    the folder) gives the report back. Returns the paths written. Raises ``TypeError`` when ``report`` is not a dict,
+    ``ValueError`` when a key is not a plain file name."""
     if not isinstance(report, dict):
         raise TypeError(f"a metrics report must be a dict, got {type(report).__name__}")
     folder = Path(folder)
-    files: list[tuple[Path, tuple[dict[str, Any], ...], bool]] = []  # (path, parts, write empty parts)
+    files: list[tuple[Path, tuple[dict[str, Any], ...], tuple[bool, ...]]] = []  # (path, parts, write part if empty)
     for key, entry in report.items():
         if not isinstance(entry, dict):
             continue
         if not key or "/" in key or "\\" in key or key.startswith("."):
             raise ValueError(f"{folder}: entry {key!r} is not a plain file name")
         parts = tuple(part.get(key, {}) for part in split_metrics({key: entry}))
-        files.append((folder / f"{key}.json", parts, key not in PROVENANCE_BLOCK))
+        keep = empty and key not in PROVENANCE_BLOCK
+        files.append((folder / f"{key}.json", parts, (keep, keep, keep or not any(parts))))  # {} reads back as {}
     loose = {k: v for k, v in report.items() if not isinstance(v, dict)}
-    files.append((folder.with_name(f"{folder.name}.json"), split_metrics(loose), False))
+    files.append((folder.with_name(f"{folder.name}.json"), split_metrics(loose), (False, False, False)))
     written: list[Path] = []
-    for path, parts, empty in files:
-        for target, part in zip(layout_paths(path), parts, strict=True):
-            if part or empty:
+    for path, parts, keep_empty in files:
+        for target, part, keep in zip(layout_paths(path), parts, keep_empty, strict=True):
+            if part or keep:
                 atomic_write_json(target, part)
                 written.append(target)
             else:  # left by an earlier run or the one-file layout: it would merge back into the report

@@ -141,6 +141,9 @@ def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
     assert json.loads((root / "cost" / "repair" / "synthetic.json").read_text()) == {}  # the part exists, empty
     assert not (root / "provenance" / "repair.json").exists()  # no judge_version this time
     assert read_metrics(root / "repair.json")["synthetic"] == {"recovery_rate": 0.9}
+    write_metrics_folder(root / "seeds", {"synthetic": {"accepted@1": {"mean": 0.5}}, "none": {}}, empty=False)
+    assert not (root / "cost" / "seeds").exists() and not (root / "provenance" / "seeds" / "synthetic.json").exists()
+    assert read_metrics(root / "seeds.json") == {"none": {}, "synthetic": {"accepted@1": {"mean": 0.5}}}
 
 
 def test_committed_metrics_files_keep_a_few_dozen_scores_each():

@@ -268,7 +268,7 @@ def write_summary(metrics_dir: str | Path, summary: Mapping[str, Any]) -> list[P
     """Write the eval stage's ``summary`` (:func:`run_eval`) so that every scores file is a narrow table in ``dvc
     metrics show`` (a row per dataset, a few columns) and the headline keeps the names the README's ``dvc exp show``
     recipe keeps. Under ``metrics_dir`` (``metrics/final``), each file split into scores / cost / provenance parts
-    (:func:`rlvr.io.write_metrics`):
+    (:func:`rlvr.io.write_metrics`; no empty part, the folder ``metrics/final`` and its mirrors being declared whole):
 
     * ``headline/<dataset>.json``: ``{"headline": {<dataset>: {accepted@1, pass@k..., role}}}``, the headline phase
       (:func:`headline_block`) one dataset per file. The dataset stays in the key (``headline.<dataset>.accepted@1``,
@@ -289,12 +289,12 @@ def write_summary(metrics_dir: str | Path, summary: Mapping[str, Any]) -> list[P
         rest["headline"] = {k: v for k, v in head.items() if not isinstance(v, dict)}
     written = [p for p in write_metrics(final / "eval.json", rest, empty=False) if p.is_file()]
     written += write_metrics_folder(final / "headline", {ds: {"headline": {ds: m}} for ds, m in head.items()
-                                                          if isinstance(m, dict)})
+                                                          if isinstance(m, dict)}, empty=False)
     for base, by_ds in (summary.get("seeds") or {}).items():
         for stat, keys in (("mean", ("mean", "n")), ("std", ("std",))):
             written += write_metrics_folder(final / "seeds" / base / stat, {
                 ds: {m: {k: s.get(k) for k in keys if k in s} for m, s in by_metric.items()}
-                for ds, by_metric in by_ds.items()})
+                for ds, by_metric in by_ds.items()}, empty=False)
     return written
 
 

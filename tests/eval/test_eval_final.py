@@ -237,6 +237,8 @@ def test_summary_files_are_narrow_tables_whose_headline_keys_dvc_exp_show_keeps_
                        params=params, root=tmp_path)
     assert read_summary(metrics / "eval.json") == summary
     assert not (metrics / "eval.json").exists()  # phases, not_run: provenance only
+    cost = tmp_path / "metrics" / "cost" / "final"
+    assert not (cost / "headline").exists() and not (cost / "seeds").exists()  # no empty parts: nothing for rlvr cost
     files = sorted(metrics.rglob("*.json"))
     assert {f.relative_to(metrics).parts[0] for f in files} == {
         "eval_baseline", "eval_grpo_seed1", "eval_grpo_seed2", "headline", "seeds"}
