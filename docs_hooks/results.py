@@ -29,6 +29,25 @@ def _read(root: Path, rel: str) -> Any:
     return data
 
 
+def _summary(root: Path) -> dict[str, Any]:
+    """The final eval's summary (:func:`rlvr.report.summary.read_summary`: ``metrics/final/eval.json`` with the
+    ``headline/`` and ``seeds/`` files beside it). Raises ``FileNotFoundError`` naming it when nothing is there."""
+    from rlvr.report.summary import read_summary
+
+    data = read_summary(root / "metrics/final/eval.json")
+    if data is None:
+        raise FileNotFoundError("metrics/final/eval.json")
+    return data
+
+
+def _repair(root: Path) -> dict[str, Any]:
+    """The repair stage's report as one dict (:func:`rlvr.report.collect.repair_report`: ``metrics/repair/eval/``,
+    or the earlier ``metrics/repair.json``)."""
+    from rlvr.report.collect import repair_report
+
+    return repair_report(_read(root, "metrics/repair.json"))
+
+
 def _f(v: Any, nd: int = 3) -> str:
     """``None`` → "–", an int with thousands separators, a float with ``nd`` decimals, anything else as ``str``."""
     if v is None:
@@ -44,6 +63,13 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _where(root: Path, rel: str, folder: str | None = None) -> str:
+    """``rel`` (``metrics/<name>.json``) as a caption names it: its folder (``folder``, default ``metrics/<name>/``)
+    when the report is written in folder form (:func:`rlvr.io.write_metrics_folder`), else the file."""
+    folder = folder or rel[: -len(".json")] + "/"
+    return folder if (root / folder).is_dir() and not (root / rel).is_file() else rel
+
+
 def _source(*files: str) -> str:
     return "\n\n*Generated when the site is built, from " + ", ".join(f"`{f}`" for f in files) + ".*"
 
@@ -53,7 +79,7 @@ def final_eval(root: Path) -> str:
     phase (:func:`rlvr.report.summary.summary_rows`)."""
     from rlvr.report.summary import summary_rows
 
-    data = _read(root, "metrics/final/eval.json")
+    data = _summary(root)
     parts = []
     by = summary_rows(data)
     for ds in sorted(by, key=lambda d: (0 if by[d] and by[d][0]["role"] == "dev" else 1, d)):
@@ -74,19 +100,19 @@ def final_eval(root: Path) -> str:
               ci(r["pass@k_ci"]), d(r["delta_pass@k"]), r["previous"] or ""] for r in rows]))
     if data.get("not_run"):
         parts.append("Not run: " + ", ".join(data["not_run"]) + ".")
-    return "\n\n".join(parts) + _source("metrics/final/eval.json")
+    return "\n\n".join(parts) + _source("metrics/final/eval.json", "metrics/final/seeds/")
 
 
 def headline(root: Path) -> str:
-    """The ``headline`` block of ``metrics/final/eval.json`` (the phase named by ``eval.headline``)."""
-    h = _read(root, "metrics/final/eval.json").get("headline") or {}
+    """The headline block of the final eval (``metrics/final/headline/``: the phase named by ``eval.headline``)."""
+    h = _summary(root).get("headline") or {}
     if not h or h.get("not_run"):
         return f"No headline block (phase {h.get('phase')!r} not run)." + _source("metrics/final/eval.json")
     keys = sorted({k for v in h.values() if isinstance(v, dict) for k in v if k != "role"},
                   key=lambda k: (k != "accepted@1", int(k.split("@")[1])))
     rows = [[ds, v.get("role", ""), *[v.get(k) for k in keys]] for ds, v in sorted(h.items()) if isinstance(v, dict)]
     return (f"Headline phase **{h['phase']}** (mean over {h.get('seeds', 1)} seed(s)):\n\n"
-            + _table(["dataset", "role", *keys], rows) + _source("metrics/final/eval.json"))
+            + _table(["dataset", "role", *keys], rows) + _source("metrics/final/headline/"))
 
 
 def smoke_phases(root: Path) -> str:
@@ -102,25 +128,25 @@ def smoke_phases(root: Path) -> str:
     for label, ev, tr in files:
         e = _read(root, ev)
         t = _read(root, tr) if tr else {}
-        used += [ev] + ([tr] if tr else [])
+        used += [_where(root, ev)] + ([tr] if tr else [])
         syn = e.get("synthetic") or {}
         reward = (f"{t['reward_first']:.3f} → {t['reward_last']:.3f}" if "reward_first" in t else "")
         rows.append([label, syn.get("accepted@1"), syn.get("n_tasks"), reward, t.get("steps"),
                      t.get("train_runtime_s")])
-    rep = _read(root, "metrics/repair.json")
+    rep = _repair(root)
     syn = rep.get("synthetic") or {}
     tr = rep.get("training") or {}
     turns = " / ".join(f"{v:.3f}" for v in syn.get("accepted_at_turn") or [])
     rows.append([f"after repair training (turn 1 / 2 / …: {turns})", (syn.get("accepted_at_turn") or [None])[0],
                  syn.get("n"), "", tr.get("steps"), tr.get("train_runtime_s")])
-    used.append("metrics/repair.json")
+    used.append(_where(root, "metrics/repair.json", "metrics/repair/eval/"))
     return _table(["phase", "dev accepted@1 (synthetic)", "dev problems", "GRPO reward, first → last quarter",
                    "steps", "training s"], rows) + _source(*used)
 
 
 def repair(root: Path) -> str:
     """Multi-turn repair before (input model) and after repair training, per dataset."""
-    rep = _read(root, "metrics/repair.json")
+    rep = _repair(root)
     before = rep.get("before") or {}
     rows = []
     for ds, m in sorted(rep.items()):
@@ -135,7 +161,8 @@ def repair(root: Path) -> str:
                      f"{m.get('recovered')}/{m.get('first_turn_failures')}", b.get("recovery_rate"),
                      m.get("recovery_rate"), turns(b), turns(m)])
     return _table(["dataset", "recovered before", "recovered after", "recovery_rate before", "recovery_rate after",
-                   "accepted after turn 1 / 2 / … (before)", "(after)"], rows) + _source("metrics/repair.json")
+                   "accepted after turn 1 / 2 / … (before)", "(after)"], rows) + _source(
+        _where(root, "metrics/repair.json", "metrics/repair/eval/"))
 
 
 def governance(root: Path) -> str:
@@ -160,7 +187,7 @@ def judge_check(root: Path) -> str:
     rows = [[ds, m.get("problems"), m.get("with_reference"), m.get("accepted"), m.get("accepted_fraction"),
              m.get("judge_s")] for ds, m in sorted(j.items()) if isinstance(m, dict) and "problems" in m]
     return (_table(["dataset", "problems", "with a reference", "accepted", "accepted fraction", "judge s"], rows)
-            + f"\n\nJudge version `{j.get('judge_version')}`." + _source("metrics/judge_check.json"))
+            + f"\n\nJudge version `{j.get('judge_version')}`." + _source(_where(root, "metrics/judge_check.json")))
 
 
 TABLES: dict[str, Callable[[Path], str]] = {

@@ -217,49 +217,76 @@ def layout_paths(path: str | Path) -> tuple[Path, Path, Path]:
     return p, root / "cost" / rel, root / "provenance" / rel
 
 
-def write_metrics(path: str | Path, report: dict[str, Any]) -> tuple[Path, Path, Path]:
+def write_metrics(path: str | Path, report: dict[str, Any], empty: bool = True) -> tuple[Path, Path, Path]:
     """Split ``report`` (:func:`split_metrics`) and write the three parts atomically to :func:`layout_paths`, an
-    empty part as ``{}`` (so every file a stage declares in dvc.yaml exists whatever the run measured). Returns the
-    three paths. Raises ``TypeError`` when ``report`` is not a dict."""
+    empty part as ``{}`` (so every file a stage declares in dvc.yaml exists whatever the run measured) or, with
+    ``empty=False``, not at all (a stale one is removed: a report without scores leaves no empty row in ``dvc metrics
+    show``). Returns the three paths. Raises ``TypeError`` when ``report`` is not a dict."""
     paths = layout_paths(path)
     for target, part in zip(paths, split_metrics(report), strict=True):
-        atomic_write_json(target, part)
+        if part or empty:
+            atomic_write_json(target, part)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                target.unlink()
     return paths
 
 
-def write_metrics_folder(folder: str | Path, report: dict[str, Any]) -> list[Path]:
-    """Write each top-level entry of ``report`` as its own metrics file ``<folder>/<key>.json`` (:func:`write_metrics`:
-    scores, cost and provenance parts), so that ``dvc metrics show <folder>`` prints one row per entry (a dataset) with
-    a few short columns (``accepted@1``, ``pass@k``, ``ci.accepted@1.lo``…) instead of one row with every entry's
-    columns side by side. An entry named like a provenance block (:data:`PROVENANCE_BLOCK`, e.g. ``protocol``) is
-    written whole to the provenance part only. Returns the paths written. Raises ``TypeError`` when ``report`` or an
-    entry is not a dict, ``ValueError`` when a key is not a plain file name."""
+def write_metrics_folder(folder: str | Path, report: dict[str, Any], empty: bool = True) -> list[Path]:
+    """Write ``report`` in its folder form: each top-level entry that is a dict becomes its own metrics file
+    ``<folder>/<key>.json``, split into scores, cost and provenance parts (:func:`layout_paths`) exactly as it would be
+    inside the whole report (:func:`split_metrics` of ``{key: entry}``, so ``training``'s seconds stay cost). An entry
+    (a dataset) gets all three parts, an empty one as ``{}`` (so the folders a stage declares in dvc.yaml exist), an
+    entry named like a provenance block (:data:`PROVENANCE_BLOCK`: ``protocol``, ``training``) only the parts it
+    fills, so it adds no empty row to ``dvc metrics show``; with ``empty=False`` every entry gets only the parts it
+    fills (an entry with nothing at all: its provenance part ``{}``), for folders no declaration needs. Values that are
+    not dicts (``judge_version``) go to the report's own file beside the folder (``<folder>.json``, e.g.
+    ``metrics/provenance/judge_check.json``); a part of that file with nothing to hold is removed, so a file of the
+    one-file layout does not merge back into the report. ``dvc metrics show <folder>`` then prints one row per entry
+    (a dataset) with a few short columns (``accepted@1``, ``pass@k``, ``ci.accepted@1.lo``…) instead of one row with
+    every entry's columns side by side. :func:`read_metrics` of ``<folder>.json`` (or :func:`read_metrics_folder` of
+    the folder) gives the report back. Returns the paths written. Raises ``TypeError`` when ``report`` is not a dict,
+    ``ValueError`` when a key is not a plain file name."""
     if not isinstance(report, dict):
         raise TypeError(f"a metrics report must be a dict, got {type(report).__name__}")
-    written: list[Path] = []
+    folder = Path(folder)
+    files: list[tuple[Path, tuple[dict[str, Any], ...], tuple[bool, ...]]] = []  # (path, parts, write part if empty)
     for key, entry in report.items():
         if not isinstance(entry, dict):
-            raise TypeError(f"{folder}: entry {key!r} must be a dict to be its own metrics file, got "
-                            f"{type(entry).__name__}")
+            continue
         if not key or "/" in key or "\\" in key or key.startswith("."):
             raise ValueError(f"{folder}: entry {key!r} is not a plain file name")
-        path = Path(folder) / f"{key}.json"
-        if key in PROVENANCE_BLOCK:
-            atomic_write_json(layout_paths(path)[2], entry)
-            written.append(layout_paths(path)[2])
-        else:
-            written.extend(write_metrics(path, entry))
+        parts = tuple(part.get(key, {}) for part in split_metrics({key: entry}))
+        keep = empty and key not in PROVENANCE_BLOCK
+        files.append((folder / f"{key}.json", parts, (keep, keep, keep or not any(parts))))  # {} reads back as {}
+    loose = {k: v for k, v in report.items() if not isinstance(v, dict)}
+    files.append((folder.with_name(f"{folder.name}.json"), split_metrics(loose), (False, False, False)))
+    written: list[Path] = []
+    for path, parts, keep_empty in files:
+        for target, part, keep in zip(layout_paths(path), parts, keep_empty, strict=True):
+            if part or keep:
+                atomic_write_json(target, part)
+                written.append(target)
+            else:  # left by an earlier run or the one-file layout: it would merge back into the report
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
     return written
 
 
 def read_metrics_folder(folder: str | Path) -> dict[str, Any] | None:
     """The report :func:`write_metrics_folder` wrote to ``folder``: ``{key: read_metrics(<folder>/<key>.json)}`` over
-    the names in the folder and its cost/provenance mirrors (:func:`metric_names`), keys sorted; ``None`` when there
-    are none. Raises ``ValueError`` naming a file that is not a JSON object."""
-    names = metric_names(folder)
-    if not names:
-        return None
-    return {name[: -len(".json")]: read_metrics(Path(folder) / name) for name in names}
+    the ``*.json`` names and the sub-folders (a nested report in folder form) found in the folder or its cost/provenance
+    mirrors (:func:`layout_paths`), keys sorted; ``None`` when there are none. The report's own file beside the folder
+    is not included (:func:`read_metrics` of ``<folder>.json`` merges it). Raises ``ValueError`` naming a file that is
+    not a JSON object."""
+    folder = Path(folder)
+    names = {n[: -len(".json")] for n in metric_names(folder)}
+    for d in {p.parent for p in layout_paths(folder / "x.json")}:
+        if d.is_dir():
+            names.update(c.name for c in d.iterdir() if c.is_dir() and not c.name.startswith("."))
+    out = {name: read_metrics(folder / f"{name}.json") for name in sorted(names)}
+    out = {k: v for k, v in out.items() if v is not None}
+    return out or None
 
 
 def read_json_object(path: str | Path) -> dict[str, Any]:
@@ -277,14 +304,15 @@ def read_json_object(path: str | Path) -> dict[str, Any]:
 
 def read_metrics(path: str | Path) -> dict[str, Any] | None:
     """The whole report behind the metrics file ``path``: its scores, cost and provenance files merged
-    (:func:`layout_paths`; keys then sorted at every level, the order a stage writes, since a merge would put the scores
-    first); ``None`` when none of them exists. A file written before the split (everything in the scores file) reads the
-    same. Raises ``ValueError`` naming the file (line, column) when one is not valid JSON or not an object."""
-    parts = []
-    for p in layout_paths(path):
-        if not p.is_file():
-            continue
-        parts.append(read_json_object(p))
+    (:func:`layout_paths`), and its folder form when there is one (``<path without .json>/``,
+    :func:`write_metrics_folder`: one file per entry; :func:`read_metrics_folder`); keys then sorted at every level,
+    the order a stage writes, since a merge would put the scores first. ``None`` when none of them exists. A file
+    written before the split (everything in the scores file) or before the folder form reads the same. Raises
+    ``ValueError`` naming the file (line, column) when one is not valid JSON or not an object."""
+    p = Path(path)
+    parts: list[dict[str, Any]] = [read_json_object(f) for f in layout_paths(p) if f.is_file()]
+    if p.suffix == ".json" and (folder := read_metrics_folder(p.with_suffix(""))) is not None:
+        parts.append(folder)
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else _sorted(merge_metrics(*parts))

@@ -63,22 +63,25 @@ class Result:
     ``json``: path → JSON-serialisable object, each written with :func:`rlvr.io.atomic_write_json` (parent folders
     created); ``metrics``: metrics file → the stage's whole report dict, each split by :func:`rlvr.io.write_metrics`
     into the scores file itself (what dvc.yaml declares as ``metrics``), ``metrics/cost/…`` and
-    ``metrics/provenance/…``; ``resolved``: folder → params section, each written with :func:`rlvr.config.dump_resolved`
-    (the resolved params beside an output); ``echo``: the summary printed at the end (nothing when empty); ``error``:
-    when set, the stage fails after writing its files (the message goes to stderr, exit status 1), e.g. a check whose
-    report must be kept for inspection."""
+    ``metrics/provenance/…``; ``folders``: metrics folder → the stage's whole report dict, written in folder form by
+    :func:`rlvr.io.write_metrics_folder` (one scores file per dataset, so ``dvc metrics show <folder>`` prints a row
+    per dataset; :func:`rlvr.io.read_metrics` of ``<folder>.json`` reads it back whole); ``resolved``: folder → params
+    section, each written with :func:`rlvr.config.dump_resolved` (the resolved params beside an output); ``echo``: the
+    summary printed at the end (nothing when empty); ``error``: when set, the stage fails after writing its files (the
+    message goes to stderr, exit status 1), e.g. a check whose report must be kept for inspection."""
 
     json: Mapping[str | Path, Any] = field(default_factory=dict)
     metrics: Mapping[str | Path, dict[str, Any]] = field(default_factory=dict)
+    folders: Mapping[str | Path, dict[str, Any]] = field(default_factory=dict)
     resolved: Mapping[str | Path, Any] = field(default_factory=dict)
     echo: str = ""
     error: str | None = None
 
     def write(self) -> None:
-        """Write every file atomically: the resolved params first, then the JSON files, then the metrics files (each
-        in the given order)."""
+        """Write every file atomically: the resolved params first, then the JSON files, then the metrics files and
+        folders (each in the given order)."""
         from rlvr.config import dump_resolved
-        from rlvr.io import atomic_write_json, write_metrics
+        from rlvr.io import atomic_write_json, write_metrics, write_metrics_folder
 
         for folder, section in self.resolved.items():
             dump_resolved(section, folder)
@@ -86,6 +89,8 @@ class Result:
             atomic_write_json(path, obj)
         for path, report in self.metrics.items():
             write_metrics(path, report)
+        for folder, report in self.folders.items():
+            write_metrics_folder(folder, report)
 
 
 def option(*decls: str, default: Any = None, path: bool = False, **kwargs: Any) -> Callable[[Any], Any]:

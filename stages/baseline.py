@@ -2,7 +2,9 @@
 
 Reads ``params.yaml`` section ``baseline`` (:class:`rlvr.eval.baseline.BaselineParams`) and
 ``data/governance/problems/<dataset>.jsonl``; the model from ``models/base`` (or the configured Hub id/server).
-Writes ``metrics/baseline.json`` ({dataset: metrics, "protocol": backend/model/sampling}), and under
+Writes ``metrics/baseline/<dataset>.json`` (one scores file per dataset; the protocol, backend/model/sampling, in
+``metrics/provenance/baseline/protocol.json``; ``rlvr.io.read_metrics("metrics/baseline.json")`` reads it all back as
+``{dataset: metrics, "protocol": ...}``), and under
 ``data/baseline/``: ``samples/<dataset>.jsonl``, ``per_task/<dataset>.json``, ``qa/<dataset>/<verdict>.jsonl``,
 ``params.resolved.json``. Logs the metrics to wandb (offline unless ``WANDB_MODE`` says otherwise).
 
@@ -22,7 +24,8 @@ from rlvr.stage import Params, Result, option, stage
 
 @stage(option("--problems-dir", default="data/governance/problems", path=True),
        option("--out-dir", default="data/baseline", path=True),
-       option("--metrics", "metrics_path", default="metrics/baseline.json", path=True))
+       option("--metrics", "metrics_path", default="metrics/baseline", path=True,
+              help="folder: a scores file per dataset"))
 def main(params: Params, problems_dir: Path, out_dir: Path, metrics_path: Path) -> Result:
     """Evaluate the base model on the configured datasets and write metrics, samples and QA logs."""
     cfg = params.section("baseline", BaselineParams)
@@ -33,7 +36,7 @@ def main(params: Params, problems_dir: Path, out_dir: Path, metrics_path: Path) 
     echo = "\n".join(f"{name}: accepted@1={m['accepted@1']} verdicts="
                      f"{ {v: c['count'] for v, c in m['verdicts'].items() if c['count']} }"
                      for name, m in report.items() if name != "protocol")
-    return Result(metrics={metrics_path: report}, resolved={out_dir: cfg}, echo=echo)
+    return Result(folders={metrics_path: report}, resolved={out_dir: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

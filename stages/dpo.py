@@ -2,8 +2,8 @@
 
 Reads ``params.yaml`` sections ``train`` and ``dpo``; the SFT model ``models/sft/``; the governed problems. Writes
 ``models/dpo/`` (atomically), ``metrics/dpo.json`` (pair statistics, loss, dev accepted@1) and
-``metrics/dpo/curves.tsv``, and the baseline-keyed eval ``metrics/eval_dpo.json`` (section ``baseline``; samples/QA
-under ``data/eval/dpo/``). Mined pairs and checkpoints are cached under ``$RLVR_CACHE_DIR/train/dpo/``.
+``metrics/dpo/curves.tsv``, and the baseline-keyed eval ``metrics/eval_dpo/<dataset>.json`` (section ``baseline``;
+samples/QA under ``data/eval/dpo/``). Mined pairs and checkpoints are cached under ``$RLVR_CACHE_DIR/train/dpo/``.
 
 Run: ``python stages/dpo.py`` from the repository root.
 """
@@ -24,7 +24,7 @@ from rlvr.train.local.dpo import DPOParams, run_dpo
        option("--out-model", default="models/dpo", path=True),
        option("--metrics", "metrics_path", default="metrics/dpo.json", path=True),
        option("--curves", default="metrics/dpo/curves.tsv", path=True),
-       option("--eval-metrics", default="metrics/eval_dpo.json", path=True),
+       option("--eval-metrics", default="metrics/eval_dpo", path=True, help="folder: a scores file per dataset"),
        option("--eval-dir", default="data/eval/dpo", path=True))
 def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, metrics_path: Path, curves: Path,
          eval_metrics: Path, eval_dir: Path) -> Result:
@@ -37,7 +37,8 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
         metrics = run_dpo(cfg, common, model_dir, train, dev, judge, out_model, curves)
         report = stage_eval(out_model, judge, params.path, problems_dir, eval_dir)
     echo = f"dpo: {metrics['pairs']['pairs']} pairs, {metrics['steps']} steps, dev {metrics.get('dev', {})}"
-    return Result(metrics={metrics_path: metrics, eval_metrics: report}, resolved={out_model: cfg}, echo=echo)
+    return Result(metrics={metrics_path: metrics}, folders={eval_metrics: report}, resolved={out_model: cfg},
+                  echo=echo)
 
 
 if __name__ == "__main__":

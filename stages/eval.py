@@ -4,8 +4,9 @@ protocol (EVAL@1 greedy, EVAL@k pass@k, EVAL@budget; :mod:`rlvr.eval.final`). Th
 Reads ``params.yaml`` sections ``eval`` (:class:`rlvr.eval.final.EvalParams`) and ``governance`` (dataset roles), the
 governed problems and ``models/*``. Writes ``metrics/final/eval_<phase>/<dataset>.json`` (one scores file per dataset,
 so ``dvc metrics show metrics/final/eval_<phase>`` prints a row per dataset; GRPO seeds: ``eval_grpo_seed<n>/``), the
-summary ``metrics/final/eval.json`` (phases not run, CIs, mean ± std over seeds, the
-``headline`` block of the phase named by ``eval.headline``) and ``data/eval/final/<phase>/`` (per-task arrays,
+summary (:func:`rlvr.eval.final.write_summary`: ``metrics/final/headline/<dataset>.json``, the phase named by
+``eval.headline``; ``metrics/final/seeds/<phase>/{mean,std}/<dataset>.json``, mean ± std over seeds; phases not run
+in the provenance-only ``metrics/final/eval.json``) and ``data/eval/final/<phase>/`` (per-task arrays,
 samples, resumable journals). Re-running resumes from the journals; a re-run with nothing missing loads no model, so
 ``dvc exp run -S eval.headline=dpo`` only re-summarises.
 

@@ -5,7 +5,7 @@ with ``algorithm.adv_estimator=grpo``, section ``verl``), ``reward`` (``sparse |
 ``reward_shaping``, sections ``train`` and ``grpo``, and ``baseline`` (the post-stage eval); the input model (default
 ``models/dpo/``); the governed problems (local) or the verl parquet ``data/manifests/verl/{train,val}.parquet``.
 Writes ``models/grpo/seed-<n>/`` (atomically; with ``verl_overrides.txt`` under verl), ``metrics/grpo/seed-<n>.json``,
-the per-step curves ``metrics/grpo/seed-<n>.tsv`` and the baseline-keyed eval ``metrics/eval_grpo_seed<n>.json``
+the per-step curves ``metrics/grpo/seed-<n>.tsv`` and the baseline-keyed eval ``metrics/eval_grpo_seed<n>/``
 (samples/QA under ``data/eval/grpo-seed<n>/``). Checkpoints: ``$RLVR_CACHE_DIR/train/grpo/seed-<n>/`` (resumed).
 
 Run: ``python stages/grpo.py --seed 1`` from the repository root.
@@ -45,7 +45,7 @@ def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: 
        option("--model", "model_dir", default="models/dpo", help="input (and reference) model"),
        option("--out-root", default="models/grpo", help="model goes to <out-root>/seed-<n>"),
        option("--metrics-root", default="metrics/grpo", help="seed-<n>.json and seed-<n>.tsv"),
-       option("--eval-root", default="metrics", help="eval_grpo_seed<n>.json goes here"),
+       option("--eval-root", default="metrics", help="eval_grpo_seed<n>/ (a scores file per dataset) goes here"),
        option("--eval-dir", default="data/eval", help="eval samples/QA: <eval-dir>/grpo-seed<n>"),
        option("--verl-train", default="data/manifests/verl/train.parquet", help="verl engine"),
        option("--verl-val", default="data/manifests/verl/val.parquet", help="verl engine"))
@@ -67,9 +67,8 @@ def main(params: Params, seed: int, problems_dir: Path, model_dir: str, out_root
         report = stage_eval(out_model, judge, params.path, problems_dir, f"{eval_dir}/grpo-seed{seed}")
     echo = (f"grpo seed {seed} ({engine}): reward {metrics.get('reward_first')} -> {metrics.get('reward_last')}, "
             f"dev {metrics.get('dev', {}).get('accepted@1')}")
-    return Result(metrics={f"{metrics_root}/seed-{seed}.json": {"seed": seed, **metrics},
-                           f"{eval_root}/eval_grpo_seed{seed}.json": report},
-                  resolved={out_model: cfg}, echo=echo)
+    return Result(metrics={f"{metrics_root}/seed-{seed}.json": {"seed": seed, **metrics}},
+                  folders={f"{eval_root}/eval_grpo_seed{seed}": report}, resolved={out_model: cfg}, echo=echo)
 
 
 if __name__ == "__main__":

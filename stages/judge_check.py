@@ -3,7 +3,9 @@
 Reads ``data/governance/problems/*.jsonl`` (the governed sets, EvalPlus oracles filled) and, for the datasets in
 ``full_datasets``, every record of the bundled file as loaded before governance removes anything (MBPP: all 974,
 including training problems dropped as duplicates or contamination; reported as ``<name>-all``). Writes
-``metrics/judge_check.json`` (per dataset: accepted / rejected / verdict counts / each rejection with its reason).
+``metrics/judge_check/<dataset>.json`` (the accepted fraction; in ``metrics/provenance/judge_check/``: accepted /
+rejected / verdict counts / each rejection with its reason; the judge version in
+``metrics/provenance/judge_check.json``; ``rlvr.io.read_metrics("metrics/judge_check.json")`` reads it all back).
 Fails when a dataset in ``must_pass`` has any rejection, so a judge regression on HumanEval/MBPP/EvalPlus canonical
 solutions stops the pipeline.
 
@@ -26,7 +28,7 @@ from rlvr.stage import Params, Result, option, stage
 
 
 @stage(option("--problems-dir", default="data/governance/problems", type=click.Path(exists=True)),
-       option("--out", default="metrics/judge_check.json", path=True))
+       option("--out", default="metrics/judge_check", path=True, help="folder: a scores file per dataset"))
 def main(params: Params, problems_dir: str, out: Path) -> Result:
     """Judge every dataset's reference solutions and write the per-dataset report."""
     from rlvr.data.bundled import canonical_name
@@ -47,7 +49,7 @@ def main(params: Params, problems_dir: str, out: Path) -> Result:
                 failures.append(f"{key}: {res['rejected']} reference solution(s) rejected")
     failures += [f"{n}: dataset listed in judge_check.must_pass but not in {problems_dir}"
                  for n in must_pass if n not in report]
-    return Result(metrics={out: report}, echo="\n".join(lines),
+    return Result(folders={out: report}, echo="\n".join(lines),
                   error=("judge_check failed:\n  " + "\n  ".join(failures)) if failures else None)
 
 

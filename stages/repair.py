@@ -15,8 +15,12 @@ under the verl engine), ``synthetic`` when a dataset is ``synthetic``; the gover
 2. **Evaluate** the repair protocol (:func:`rlvr.repair.eval.run_repair_stage`) on the input model (*before*) and
    on ``models/repair`` (*after*).
 
-Writes ``metrics/repair.json``: ``{dataset: after-training metrics (recovery_rate, accepted_at_turn, mean_turns,
-...), "before": {dataset: input-model metrics}, "training": {...}, "protocol": {..., "input_model"}}``; traces
+Writes ``metrics/repair/eval/after/<dataset>.json`` (after-training metrics: recovery_rate, final_accepted,
+accepted@1 scores; accepted_at_turn, mean_turns, ... in provenance; ``training`` and ``protocol`` (with
+``input_model``) in provenance beside them) and ``metrics/repair/eval/before/<dataset>.json`` (the input model's),
+one scores file per dataset, so ``dvc metrics show metrics/repair/eval`` prints a row per dataset before and after;
+``rlvr.report.collect.repair_report(rlvr.io.read_metrics("metrics/repair.json"))`` reads them back as
+``{dataset: after, "before": {dataset: ...}, "training": {...}, "protocol": {...}}``; traces
 ``data/repair/traces/<dataset>.jsonl`` (after) and ``data/repair/before/traces/<dataset>.jsonl``;
 ``data/repair/params.resolved.json``.
 
@@ -84,7 +88,8 @@ def _echo(report: dict[str, Any]) -> str:
        option("--model", "model_dir", help="input model (default: repair.model, else the last trained)"),
        option("--out-model", default="models/repair", path=True),
        option("--out-dir", default="data/repair", path=True),
-       option("--metrics", "metrics_path", default="metrics/repair.json", path=True),
+       option("--metrics", "metrics_path", default="metrics/repair/eval", path=True,
+              help="folder: after/ and before/, a scores file per dataset each"),
        option("--curves", default="metrics/repair/curves.tsv", path=True))
 def main(params: Params, problems_dir: Path, model_dir: str | None, out_model: Path, out_dir: Path,
          metrics_path: Path, curves: Path) -> Result:
@@ -111,7 +116,10 @@ def main(params: Params, problems_dir: Path, model_dir: str | None, out_model: P
     report["training"] = {**training, "stage_wall_s": round(time.perf_counter() - t0, 1)}
     log_metrics(report, project=cfg.wandb_project, run_name="repair", job_type="repair",
                 config=cfg.model_dump(mode="json"))
-    return Result(metrics={metrics_path: report}, resolved={out_dir: cfg}, echo=_echo(report))
+    folders = {metrics_path / "after": {k: v for k, v in report.items() if k != "before"}}
+    if before is not None:
+        folders[metrics_path / "before"] = report["before"]
+    return Result(folders=folders, resolved={out_dir: cfg}, echo=_echo(report))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ Reads ``params.yaml``: the top-level ``engine`` (``local`` = TRL ``SFTTrainer``;
 via torchrun, section ``verl``), sections ``train`` (data sets, lengths, tracking), ``sft`` and ``baseline`` (the
 post-stage eval); the base model ``models/base/``; the governed problems ``data/governance/problems/*.jsonl``. Writes
 the final model ``models/sft/`` (atomically; with ``verl_overrides.txt`` under verl), ``metrics/sft.json``, the curves
-``metrics/sft/curves.tsv`` and the baseline-keyed eval ``metrics/eval_sft.json`` (samples/QA under
+``metrics/sft/curves.tsv`` and the baseline-keyed eval ``metrics/eval_sft/<dataset>.json`` (samples/QA under
 ``data/eval/sft/``). Intermediate checkpoints go to ``$RLVR_CACHE_DIR/train/sft/`` and are resumed.
 
 Run: ``python stages/sft.py`` from the repository root.
@@ -55,7 +55,7 @@ def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: 
        option("--out-model", default="models/sft", path=True),
        option("--metrics", "metrics_path", default="metrics/sft.json", path=True),
        option("--curves", default="metrics/sft/curves.tsv", path=True),
-       option("--eval-metrics", default="metrics/eval_sft.json", path=True),
+       option("--eval-metrics", default="metrics/eval_sft", path=True, help="folder: a scores file per dataset"),
        option("--eval-dir", default="data/eval/sft", path=True))
 def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, metrics_path: Path, curves: Path,
          eval_metrics: Path, eval_dir: Path) -> Result:
@@ -72,7 +72,8 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
             metrics = run_sft(cfg, common, model_dir, train, dev, judge, out_model, curves)
         report = stage_eval(out_model, judge, params.path, problems_dir, eval_dir)
     echo = f"sft ({engine}): {metrics['steps']} steps, dev {metrics.get('dev', {}).get('accepted@1')}"
-    return Result(metrics={metrics_path: metrics, eval_metrics: report}, resolved={out_model: cfg}, echo=echo)
+    return Result(metrics={metrics_path: metrics}, folders={eval_metrics: report}, resolved={out_model: cfg},
+                  echo=echo)
 
 
 if __name__ == "__main__":

@@ -38,3 +38,25 @@ def judge():
     j = Judge(workers=2)
     yield j
     j.close()
+
+
+@pytest.fixture
+def metrics_show_width():
+    """``width(files, root) -> (characters, columns)`` of the table ``dvc metrics show FILE...`` prints, run in
+    ``root`` (paths shown relative to it), for these JSON metrics files: DVC's own table
+    (``dvc.compare.metrics_table``: one column per flattened leaf key, values at the default precision 5) rendered as
+    ``dvc.ui.table.plain_table`` does (``tabulate``, plain format)."""
+    import json
+    from pathlib import Path
+
+    from dvc.compare import metrics_table
+    from tabulate import tabulate
+
+    def width(files, root) -> tuple[int, int]:
+        data = {Path(f).relative_to(root).as_posix(): {"data": json.loads(Path(f).read_text(encoding="utf-8"))}
+                for f in files}
+        td = metrics_table({"workspace": {"data": data}}, precision=5, round_digits=True)
+        text = tabulate(list(td), td.keys(), tablefmt="plain", disable_numparse=True, missingval="-")
+        return max(len(line) for line in text.splitlines()), len(td.keys()) - 1
+
+    return width

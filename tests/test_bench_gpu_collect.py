@@ -26,3 +26,24 @@ def test_curves_judge_reads_the_judge_seconds_from_the_cost_mirror(tmp_path):
     mod = _collect()
     assert mod._curves_judge(curves) == {1: {"judge_s": 1.25, "judged": 8}}
     assert mod._curves_judge(tmp_path / "absent.tsv") == {} and mod._curves_judge(None) == {}
+
+
+def test_part_result_reads_stage_reports_written_as_folders(tmp_path):
+    """run_gpu.sh's parts write the baseline as metrics/<part>/ (a file per dataset) and repair as
+    metrics/<part>/eval/{after,before}/ (rlvr.stage.Result.folders); the collector reads them as the one-file
+    reports it read before (rlvr.io.read_metrics, rlvr.report.collect.repair_report)."""
+    from rlvr.io import write_metrics_folder
+
+    m = tmp_path / "metrics"
+    write_metrics_folder(m / "baseline_hf", {
+        "synthetic": {"accepted@1": 0.5, "avg_generated_tokens": 40.0, "n_samples": 10, "gen_wall_s": 2.0},
+        "protocol": {"backend": "hf"}})
+    write_metrics_folder(m / "repair" / "eval" / "after", {"synthetic": {"recovery_rate": 0.5},
+                                                           "training": {"steps": 7, "train_runtime_s": 3.0}})
+    write_metrics_folder(m / "repair" / "eval" / "before", {"synthetic": {"recovery_rate": 0.0}})
+    gpu = _collect()
+    base = gpu.part_result(tmp_path, {"part": "baseline_hf", "rc": 0, "wall_s": 1.0})
+    assert base["accepted_at_1"] == {"synthetic": 0.5} and base["gen_tokens"] == 400.0
+    assert base["gen_tokens_per_s"] == 200.0
+    rep = gpu.part_result(tmp_path, {"part": "repair", "rc": 0, "wall_s": 1.0})
+    assert rep["steps"] == 7 and rep["metrics"]["train_runtime_s"] == 3.0

@@ -68,6 +68,54 @@ def test_results_hook_renders_the_committed_metrics() -> None:
     assert f"| sft | {sft:.3f} |" in out
 
 
+def _folder_layout(root: Path) -> None:
+    """Rewrite the metrics under ``root`` as the stages now write them (a folder of one file per dataset:
+    rlvr.io.write_metrics_folder; the final summary: rlvr.eval.final.write_summary)."""
+    from rlvr.eval.final import write_summary
+    from rlvr.io import layout_paths, write_metrics_folder
+
+    m = root / "metrics"
+
+    def take(rel: str) -> dict:
+        data = read_metrics(m / rel)
+        for part in layout_paths(m / rel):
+            part.unlink(missing_ok=True)
+        return data
+
+    for rel in ["baseline.json", "judge_check.json", *(p.name for p in m.glob("eval_*.json")),
+                *(f"final/{p.name}" for p in (m / "final").glob("eval_*.json"))]:
+        write_metrics_folder(m / rel[: -len(".json")], take(rel))
+    rep = take("repair.json")
+    write_metrics_folder(m / "repair" / "eval" / "after", {k: v for k, v in rep.items() if k != "before"})
+    write_metrics_folder(m / "repair" / "eval" / "before", rep["before"])
+    write_summary(m / "final", take("final/eval.json"))
+
+
+def test_results_hook_renders_the_same_tables_from_the_folder_layout(tmp_path: Path) -> None:
+    """Every results table reads the same numbers whether the metrics are one file per report (as committed before
+    the per-dataset folders) or a folder of one file per dataset; only the captions name other files."""
+    import shutil
+
+    hook = _hook()
+    page = SimpleNamespace(file=SimpleNamespace(src_path="results/x.md"))
+    shutil.copytree(ROOT / "metrics", tmp_path / "metrics")
+    (tmp_path / "mkdocs.yml").write_text("site_name: x\n")
+    committed_layout = not (ROOT / "metrics" / "judge_check").is_dir()
+    if committed_layout:
+        _folder_layout(tmp_path)
+    assert (tmp_path / "metrics" / "judge_check").is_dir() and (tmp_path / "metrics" / "final" / "headline").is_dir()
+
+    def tables(root: Path) -> dict[str, str]:
+        cfg = {"config_file_path": str(root / "mkdocs.yml")}
+        return {name: re.sub(r"\*Generated when the site is built, from .*\*", "",
+                             hook.on_page_markdown(f"<!-- rlvr:table {name} -->", page, cfg, None))
+                for name in hook.TABLES}
+
+    want, got = tables(ROOT), tables(tmp_path)
+    assert "| sft |" in want["final-eval"] and want["headline"].startswith("Headline phase")
+    assert got == want
+
+
 def test_results_hook_refuses_unknown_table_and_missing_file(tmp_path: Path) -> None:
     from mkdocs.exceptions import PluginError
 

@@ -116,13 +116,41 @@ def test_a_metrics_folder_is_one_file_per_entry_and_reads_back_whole(tmp_path):
     with pytest.raises(ValueError, match="plain file name"):
         write_metrics_folder(folder, {"../x": {"accepted@1": 1.0}})
     with pytest.raises(TypeError, match="must be a dict"):
-        write_metrics_folder(folder, {"n": 3})
+        write_metrics_folder(folder, [("n", 3)])
+
+
+def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
+    """rlvr.io.write_metrics_folder: each entry split as it would be inside the whole report (training's seconds are
+    cost, its loss provenance; no scores file for it), a value that is not a dict (judge_check's judge_version) in the
+    report's own file beside the folder, sub-folders read as nested entries, and read_metrics(<folder>.json) gives the
+    whole report back; the file of the one-file layout is removed, not merged back; a dataset's three parts always
+    exist (DVC declares the folders)."""
+    root = tmp_path / "metrics"
+    write_metrics(root / "repair.json", {"stale": {"accepted@1": 0.1}})  # the earlier one-file layout
+    report = {**REPAIR, "judge_version": "rlvr-judge/2", "empty": {}}
+    write_metrics_folder(root / "repair", report)
+    assert not any(p.is_file() for p in layout_paths(root / "repair.json")[:2])
+    assert json.loads((root / "provenance" / "repair.json").read_text()) == {"judge_version": "rlvr-judge/2"}
+    assert json.loads((root / "cost" / "repair" / "training.json").read_text()) == {"rollout_s": 56.6,
+                                                                                     "stage_wall_s": 69.4}
+    assert not (root / "repair" / "training.json").exists()  # no scores in it: no empty row in dvc metrics show
+    assert read_metrics(root / "repair.json") == json.loads(json.dumps(report, sort_keys=True))
+    write_metrics_folder(root / "repair" / "before", {"synthetic": {"recovery_rate": 0.5, "n": 4}})
+    assert read_metrics(root / "repair.json")["before"] == {"synthetic": {"n": 4, "recovery_rate": 0.5}}
+    write_metrics_folder(root / "repair", {"synthetic": {"recovery_rate": 0.9}})  # no judge seconds this time
+    assert json.loads((root / "cost" / "repair" / "synthetic.json").read_text()) == {}  # the part exists, empty
+    assert not (root / "provenance" / "repair.json").exists()  # no judge_version this time
+    assert read_metrics(root / "repair.json")["synthetic"] == {"recovery_rate": 0.9}
+    write_metrics_folder(root / "seeds", {"synthetic": {"accepted@1": {"mean": 0.5}}, "none": {}}, empty=False)
+    assert not (root / "cost" / "seeds").exists() and not (root / "provenance" / "seeds" / "synthetic.json").exists()
+    assert read_metrics(root / "seeds.json") == {"none": {}, "synthetic": {"accepted@1": {"mean": 0.5}}}
 
 
 def test_committed_metrics_files_keep_a_few_dozen_scores_each():
     """Every committed metrics file, whatever layout it was written in, splits into at most 50 scores."""
     metrics = ROOT / "metrics"
-    folders = [metrics, metrics / "final", metrics / "grpo", *sorted((metrics / "final").glob("eval_*/"))]
+    mirrors = {metrics / "cost", metrics / "provenance"}
+    folders = [metrics, *sorted(d for d in metrics.rglob("*") if d.is_dir() and not mirrors & {d, *d.parents})]
     for folder in folders:
         for name in metric_names(folder):
             scores = _leaves(split_metrics(read_metrics(folder / name))[0])

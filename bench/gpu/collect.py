@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.io import read_appended_jsonl, read_curves, read_metrics
+from rlvr.report.collect import repair_report
 
 LIBS = ("torch", "vllm", "verl", "ray", "transformers", "tokenizers", "tensordict", "flash-attn", "flashinfer-python")
 STEP_KEYS = {"generation_s": "timing_s/gen", "reward_s": "timing_s/reward", "training_s": "timing_s/update_actor",
@@ -146,8 +147,9 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
                     "repair_tool": "repair_tool", "big_sft": "big_sft", "big_openai": "big_baseline_openai",
                     "big_repair": "big_repair"}.get(name)
     m = repo / "metrics" / f"{metrics_file}.json" if metrics_file else None
-    if m is not None and m.is_file():
-        metrics = read_metrics(m) or {}  # scores + cost + provenance parts (rlvr.io.write_metrics)
+    # scores + cost + provenance parts, a file or a folder of one file per dataset (rlvr.io.read_metrics)
+    metrics = repair_report(read_metrics(m)) if m is not None else None
+    if metrics:
         if "baseline" in metrics_file:
             ds = {k: v for k, v in metrics.items() if k != "protocol"}
             tok = sum((v.get("avg_generated_tokens") or 0) * (v.get("n_samples") or 0) for v in ds.values())

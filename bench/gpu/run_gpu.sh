@@ -56,7 +56,7 @@ print(json.dumps({k:d[k] for k in sorted(d)}))" "$mem")
 }
 
 serve_and_baseline() {  # [MODEL [NAME]]: vllm serve MODEL (models/base) on :8000 as "base", run the openai-backend
-  # baseline against it into data/NAME + metrics/NAME.json (baseline_openai), stop it
+  # baseline against it into data/NAME + metrics/NAME/ (baseline_openai), stop it
   local model="${1:-models/base}" name="${2:-baseline_openai}"
   $PY -m vllm.entrypoints.cli.main serve "$model" --served-model-name base --port 8000 \
     --gpu-memory-utilization 0.3 --max-model-len 2048 --generation-config vllm > "$RES/logs/vllm_serve.log" 2>&1 &
@@ -66,7 +66,7 @@ serve_and_baseline() {  # [MODEL [NAME]]: vllm serve MODEL (models/base) on :800
     kill -0 "$pid" 2>/dev/null || { echo "vllm serve exited"; tail -40 "$RES/logs/vllm_serve.log"; return 1; }
     sleep 1
   done
-  $PY stages/baseline.py --params params.openai.yaml --out-dir "data/$name" --metrics "metrics/$name.json"; local rc=$?
+  $PY stages/baseline.py --params params.openai.yaml --out-dir "data/$name" --metrics "metrics/$name"; local rc=$?
   kill "$pid"; wait "$pid" 2>/dev/null
   return $rc
 }
@@ -78,9 +78,9 @@ need_big() {  # build models/big (the ~0.5B random-init Qwen2) unless an earlier
 run_part() {
   case "$1" in
     env) part env $PY bench/gpu/collect.py --env-only --res "$RES" ;;
-    baseline_hf) part baseline_hf $PY stages/baseline.py --out-dir data/baseline_hf --metrics metrics/baseline_hf.json ;;
+    baseline_hf) part baseline_hf $PY stages/baseline.py --out-dir data/baseline_hf --metrics metrics/baseline_hf ;;
     baseline_vllm) part baseline_vllm $PY stages/baseline.py --params params.vllm.yaml --out-dir data/baseline_vllm \
-      --metrics metrics/baseline_vllm.json ;;
+      --metrics metrics/baseline_vllm ;;
     baseline_openai) part baseline_openai serve_and_baseline ;;
     sft) part sft $PY stages/sft.py ;;
     grpo) part grpo $PY stages/grpo.py --seed 1 --model "${GRPO_MODEL:-models/sft}" ;;
@@ -88,32 +88,32 @@ run_part() {
     repair_tool) [ -d models/tool ] || $PY bench/gpu/teach_tools.py --model models/sft \
         --problems data/governance/problems/synthetic.jsonl --params params.tool.yaml --out models/tool
       part repair_tool $PY stages/repair.py --params params.tool.yaml --model models/tool \
-      --out-model models/repair_tool --out-dir data/repair_tool --metrics metrics/repair_tool.json \
+      --out-model models/repair_tool --out-dir data/repair_tool --metrics metrics/repair_tool/eval \
       --curves metrics/repair_tool/curves.tsv ;;
     big_baseline) need_big
       part big_baseline $PY stages/baseline.py --params params.big.yaml --out-dir data/big_baseline_vllm \
-        --metrics metrics/big_baseline_vllm.json ;;
+        --metrics metrics/big_baseline_vllm ;;
     big_grpo) need_big
       part big_grpo $PY stages/grpo.py --seed 1 --model models/big --out-root models/big_grpo \
         --metrics-root metrics/big_grpo --eval-root metrics/big_eval --eval-dir data/eval/big ;;
     big_sft) need_big
       part big_sft $PY stages/sft.py --params params.big.yaml --model models/big --out-model models/big_sft \
-        --metrics metrics/big_sft.json --curves metrics/big_sft/curves.tsv --eval-metrics metrics/big_eval_sft.json \
+        --metrics metrics/big_sft.json --curves metrics/big_sft/curves.tsv --eval-metrics metrics/big_eval_sft \
         --eval-dir data/eval/big_sft ;;
     big_openai) need_big
       part big_openai serve_and_baseline models/big big_baseline_openai ;;
     big_repair) need_big
       part big_repair $PY stages/repair.py --params params.big.yaml --model models/big --out-model models/big_repair \
-        --out-dir data/big_repair --metrics metrics/big_repair.json --curves metrics/big_repair/curves.tsv ;;
+        --out-dir data/big_repair --metrics metrics/big_repair/eval --curves metrics/big_repair/curves.tsv ;;
     # the 7B recipe (profiles/lent/qwen7b_random_2xh100.yaml via params.7b.yaml): random-init Qwen2.5-Coder-7B shapes
     s7_model) part s7_model $PY stages/model.py --params params.7b.yaml --out models/base7b ;;
     s7_sft) part s7_sft $PY stages/sft.py --params params.7b.yaml --model models/base7b --out-model models/sft7b \
-      --metrics metrics/s7_sft.json --curves metrics/s7_sft/curves.tsv --eval-metrics metrics/s7_eval_sft.json \
+      --metrics metrics/s7_sft.json --curves metrics/s7_sft/curves.tsv --eval-metrics metrics/s7_eval_sft \
       --eval-dir data/eval/s7_sft ;;
     s7_grpo) part s7_grpo $PY stages/grpo.py --params params.7b.yaml --seed 1 --model "${GRPO7_MODEL:-models/sft7b}" \
       --out-root models/s7_grpo --metrics-root metrics/s7_grpo --eval-root metrics/s7_eval --eval-dir data/eval/s7_grpo ;;
     s7_repair) part s7_repair $PY stages/repair.py --params params.7b.yaml --model models/s7_grpo/seed-1 \
-      --out-model models/s7_repair --out-dir data/s7_repair --metrics metrics/s7_repair.json \
+      --out-model models/s7_repair --out-dir data/s7_repair --metrics metrics/s7_repair/eval \
       --curves metrics/s7_repair/curves.tsv ;;
     # dvc:STAGE: the stage through DVC (`dvc repro --no-commit -s STAGE`, in a copy set up by dvc_setup.sh); the
     # model-only FSDP checkpoints it leaves (30 GB at 7B) are removed after it, or the disk fills by the third stage

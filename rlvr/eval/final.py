@@ -4,7 +4,7 @@ Protocol (recorded in every metrics file under ``"protocol"``):
 
 * **EVAL@1**: greedy decoding (``greedy`` sampling params, fixed ``max_new_tokens``), the fixed prompt template of
   :func:`rlvr.data.prompts.build_messages` for every dataset; metric ``accepted@1``
-  (:func:`rlvr.eval.metrics.compute_metrics`, same keys as ``metrics/baseline.json``).
+  (:func:`rlvr.eval.metrics.compute_metrics`, same keys as the baseline's ``metrics/baseline/``).
 * **EVAL@k** (datasets with ``k: true``): ``n`` samples per task at the fixed ``sampling`` temperature / top_p;
   ``pass@k`` with the unbiased estimator of Chen et al. 2021 (:func:`rlvr.eval.metrics.pass_at_k`), per-task arrays
   saved.
@@ -12,7 +12,7 @@ Protocol (recorded in every metrics file under ``"protocol"``):
   (``n_tokens``, including a final end-of-turn token) are ``<= budget_tokens``. Reported as ``accepted@1`` of the
   greedy sample and ``pass@k`` of the EVAL@k samples under that rule (``"eval@budget"`` entry).
 * **Uncertainty**: percentile-bootstrap 95 % CIs over problems (:mod:`rlvr.eval.stats`) for accepted@1 and pass@k;
-  mean ± std over GRPO seeds in the summary ``metrics/eval.json``.
+  mean ± std over GRPO seeds in the summary (:func:`write_summary`: ``metrics/final/seeds/``).
 * **Test-set governance**: a dataset's role (``train``/``dev``/``test``) comes from ``governance.datasets`` in
   ``params.yaml`` (:func:`dataset_roles`); :func:`check_tuning_stages` raises :class:`rlvr.config.ConfigError` when a
   stage listed in ``eval.tuning_stages`` references a test-role dataset (only the ``eval`` stage may score Test).
@@ -71,6 +71,7 @@ __all__ = [
     "model_hash",
     "run_eval",
     "summarise_phases",
+    "write_summary",
 ]
 
 log = logging.getLogger(__name__)
@@ -183,8 +184,8 @@ def run_eval(
     ``dvc metrics show metrics/final/eval_<phase>`` prints a row per dataset; the phase's ``protocol`` in
     ``metrics/provenance/…/eval_<phase>/protocol.json``: :func:`rlvr.io.write_metrics_folder`, read back whole by
     :func:`rlvr.io.read_metrics_folder`), ``<out_dir>/<phase>/{per_task,samples,journal}/`` and the summary
-    ``metrics/eval.json`` (returned); each metrics file is split into scores, cost and provenance
-    (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
+    (returned; :func:`write_summary`: ``headline/``, ``seeds/`` and ``eval.json``); each metrics file is split into
+    scores, cost and provenance (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
     tuning-stage check, :func:`check_tuning_stages`, which runs first; ``seeds``: the GRPO seeds scored,
     :func:`discover_phases`). ``make_gen(model_dir)``: the generator of a phase.
     Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing); with a
@@ -259,8 +260,42 @@ def run_eval(
     summary["seeds"] = summarise_phases(summary["phases"], cfg.ks)
     if cfg.headline is not None:
         summary["headline"] = headline_block(summary, cfg.headline, cfg.ks)
-    write_metrics(Path(metrics_dir) / "eval.json", summary)
+    write_summary(metrics_dir, summary)
     return summary
+
+
+def write_summary(metrics_dir: str | Path, summary: Mapping[str, Any]) -> list[Path]:
+    """Write the eval stage's ``summary`` (:func:`run_eval`) so that every scores file is a narrow table in ``dvc
+    metrics show`` (a row per dataset, a few columns) and the headline keeps the names the README's ``dvc exp show``
+    recipe keeps. Under ``metrics_dir`` (``metrics/final``), each file split into scores / cost / provenance parts
+    (:func:`rlvr.io.write_metrics`; no empty part, the folder ``metrics/final`` and its mirrors being declared whole):
+
+    * ``headline/<dataset>.json``: ``{"headline": {<dataset>: {accepted@1, pass@k..., role}}}``, the headline phase
+      (:func:`headline_block`) one dataset per file. The dataset stays in the key (``headline.<dataset>.accepted@1``,
+      as in the one-file summary): ``dvc exp show`` names a column by its bare key only when no other metrics file
+      has that key, so short keys shared by the dataset files would become ``metrics/final/headline/<dataset>.json:
+      accepted@1`` headers, about 50 characters each.
+    * ``seeds/<base>/mean/<dataset>.json`` (``{metric: {"mean", "n"}}``) and ``seeds/<base>/std/<dataset>.json``
+      (``{metric: {"std"}}``): the mean ± std over the seeds of each seeded phase (:func:`summarise_phases`), two
+      files so that each table stays about four columns wide.
+    * ``eval.json``: the rest, all provenance (``phases``: a copy of the per-phase files, ``not_run``, the headline's
+      ``phase``/``seeds``/``not_run``); no scores file.
+
+    Merged, the files are ``summary`` again (:func:`rlvr.report.summary.read_summary`). Returns the paths written."""
+    final = Path(metrics_dir)
+    head = dict(summary.get("headline") or {})
+    rest = {k: v for k, v in summary.items() if k != "headline" and not (k == "seeds" and v)}  # seeds {}: kept
+    if head:
+        rest["headline"] = {k: v for k, v in head.items() if not isinstance(v, dict)}
+    written = [p for p in write_metrics(final / "eval.json", rest, empty=False) if p.is_file()]
+    written += write_metrics_folder(final / "headline", {ds: {"headline": {ds: m}} for ds, m in head.items()
+                                                          if isinstance(m, dict)}, empty=False)
+    for base, by_ds in (summary.get("seeds") or {}).items():
+        for stat, keys in (("mean", ("mean", "n")), ("std", ("std",))):
+            written += write_metrics_folder(final / "seeds" / base / stat, {
+                ds: {m: {k: s.get(k) for k in keys if k in s} for m, s in by_metric.items()}
+                for ds, by_metric in by_ds.items()}, empty=False)
+    return written
 
 
 def headline_block(summary: Mapping[str, Any], phase: str, ks: Sequence[int]) -> dict[str, Any]:

@@ -197,7 +197,7 @@ def data_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
         if rej:
             blocks.append(pre(f"Rejected reference solutions (first 20 per dataset, {len(rej)} shown)", "\n".join(rej)))
     else:
-        blocks.append(text("Judge check: not run (metrics/judge_check.json missing).", "status-notrun"))
+        blocks.append(text("Judge check: not run (metrics/judge_check/ missing).", "status-notrun"))
     if col.audit_md:
         blocks.append(pre("data/governance/audit.md (full audit)", col.audit_md))
     has_any = g is not None or jc is not None or col.audit_md
@@ -211,21 +211,21 @@ def _not_run(col: Collected, cfg: ReportParams) -> list[str]:
     if col.governance is None:
         out.append("governance (metrics/governance.json)")
     if col.judge_check is None:
-        out.append("judge_check (metrics/judge_check.json)")
+        out.append("judge_check (metrics/judge_check/)")
     if not col.final_phases and col.final_summary is None:
         out.append("eval, the final Dev/Test evaluation (metrics/final/eval.json)")
     for name in cfg.phase_order:
         if name == "baseline":
             if "baseline" not in seen:
-                out.append("baseline (metrics/baseline.json)")
+                out.append("baseline (metrics/baseline/)")
         elif name == "repair":
             if col.repair is None:
-                out.append("repair (metrics/repair.json)")
+                out.append("repair (metrics/repair/eval/)")
         else:
             if name not in col.training:
                 out.append(f"{name} training (metrics/{name}.json, metrics/{name}/*.tsv)")
             if name not in {p.base for p in col.phases}:
-                out.append(f"eval of {name} (metrics/eval_{name}.json)")
+                out.append(f"eval of {name} (metrics/eval_{name}/)")
     return out
 
 

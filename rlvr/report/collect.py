@@ -2,7 +2,8 @@
 
 Files and what they become (everything optional; absent ones are reported as "not run"):
 
-* ``metrics/baseline.json`` and ``metrics/eval_<phase>.json`` → evaluation **phases**: ``{dataset: metrics dict of
+* ``metrics/baseline.json`` and ``metrics/eval_<phase>.json``, or their folder form ``metrics/baseline/<dataset>.json``
+  (:func:`rlvr.io.read_metrics` reads either) → evaluation **phases**: ``{dataset: metrics dict of
   rlvr.eval.metrics.compute_metrics, "protocol": {...}}``. A dataset entry is any top-level object holding
   ``accepted@1`` or ``verdicts``. ``metrics/repair.json`` is a phase too when it has that shape.
 * Per-task arrays for CIs and flips: ``<data_dir>/<stem>/per_task/<dataset>.json`` (``stem`` = metrics file stem,
@@ -11,14 +12,16 @@ Files and what they become (everything optional; absent ones are reported as "no
 * ``metrics/<stage>.json`` (any other file) → **training stage** summaries; ``metrics/<stage>/**/*.tsv`` → training
   **curves** (DVC plots TSV, first column ``step``).
 * ``metrics/governance.json``, ``metrics/judge_check.json``, ``<data_dir>/governance/audit.md`` → the Data section.
-* ``metrics/final/eval.json`` (summary: ``phases``, ``not_run``, ``seeds``, ``headline``) and
+* ``metrics/final/eval.json`` with ``headline/`` and ``seeds/`` beside it (the summary: ``phases``, ``not_run``,
+  ``seeds``, ``headline``; :func:`rlvr.report.summary.read_summary`) and
   ``metrics/final/eval_<phase>/<dataset>.json`` (:func:`rlvr.io.read_metrics_folder`; the earlier layout, one file
   ``metrics/final/eval_<phase>.json``, reads the same) → the **final evaluation** (stage ``eval``,
   :mod:`rlvr.eval.final`: Dev and Test sets under one protocol, CIs inside each dataset entry under ``"ci"``);
   per-task arrays from
   ``<data_dir>/eval/final/<phase>/per_task/<dataset>.json`` when present (paired flips).
-* ``metrics/repair.json`` is also kept whole (``Collected.repair``: after-training metrics per dataset, optional
-  ``before``/``training``/``protocol`` blocks) for the repair section.
+* ``metrics/repair.json`` (or ``metrics/repair/eval/{after,before}/``, :func:`repair_report`) is also kept whole
+  (``Collected.repair``: after-training metrics per dataset, optional ``before``/``training``/``protocol`` blocks) for
+  the repair section.
 
 Layout (:func:`rlvr.io.layout_paths`): each ``metrics/<rel>.json`` is the scores part of a stage's report; its
 cost and provenance parts are ``metrics/cost/<rel>.json`` and ``metrics/provenance/<rel>.json``. Every file is read
@@ -41,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.io import layout_paths, metric_names, read_metrics, read_metrics_folder
+from rlvr.report.summary import read_summary
 
 __all__ = [
     "FINAL_DIR",
@@ -53,6 +57,7 @@ __all__ = [
     "flatten",
     "read_json",
     "read_tsv",
+    "repair_report",
     "split_seed",
 ]
 
@@ -232,15 +237,20 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
         for part in layout_paths(path):
             if part.is_file():
                 out.sources[str(part)] = _sha(part)
+        for folder in {p.parent for p in layout_paths(path.with_suffix("") / "x.json")}:  # its folder form
+            for f in sorted(folder.rglob("*.json")) if folder.is_dir() else []:
+                out.sources[str(f)] = _sha(f)
         return data
 
-    for path in (metrics_dir / name for name in metric_names(metrics_dir)):
+    for path in (metrics_dir / name for name in _report_names(metrics_dir)):
         stem = path.stem
         data = load(path)
+        if stem == "repair":
+            data = repair_report(data)
         if data is None:
             continue
         if stem == "eval":  # a final-eval summary written beside the Dev evals (--metrics-dir metrics)
-            out.final_summary = out.final_summary or (data if isinstance(data, dict) else None)
+            out.final_summary = out.final_summary or _load_summary(out, path)
         elif stem == "governance":
             out.governance = data if isinstance(data, dict) else None
         elif stem == "judge_check":
@@ -294,6 +304,31 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
     return out
 
 
+def _report_names(metrics_dir: Path) -> list[str]:
+    """``<name>.json`` of every report directly in ``metrics_dir``: its files (:func:`rlvr.io.metric_names`) and the
+    reports written in folder form (:func:`rlvr.io.write_metrics_folder`), a sub-folder of ``metrics_dir`` or of its
+    cost/provenance mirrors named like a special file (``baseline``, ``judge_check``, ``repair``…) or ``eval_<phase>``.
+    :func:`rlvr.io.read_metrics` of ``metrics_dir / name`` reads either form."""
+    names = set(metric_names(metrics_dir))
+    for base in {p.parent for p in layout_paths(metrics_dir / "x.json")}:
+        if base.is_dir():
+            names.update(f"{d.name}.json" for d in base.iterdir()
+                         if d.is_dir() and (d.name in SPECIAL_FILES or d.name.startswith("eval_")))
+    return sorted(names)
+
+
+def repair_report(data: Any) -> Any:
+    """The repair stage's report as one dict, ``{dataset: after-training metrics, "before": {dataset: ...},
+    "training": {...}, "protocol": {...}}``, from :func:`rlvr.io.read_metrics` of ``metrics/repair.json`` in either
+    layout: the folder form ``metrics/repair/eval/{after,before}/`` (read as ``{"eval": {"after": ..., "before":
+    ...}}``; a leftover file of the earlier layout beside it is ignored) or the earlier one file, returned as it is
+    (so is anything else, ``None`` included)."""
+    ev = data.get("eval") if isinstance(data, dict) else None
+    if not isinstance(ev, dict) or not isinstance(ev.get("after"), dict):
+        return data
+    return {**ev["after"], **({"before": ev["before"]} if isinstance(ev.get("before"), dict) else {})}
+
+
 def _aligned(cols: dict[str, list[float]], steps: list[float]) -> dict[str, list[float]]:
     """The columns of ``cols`` (but ``step``) re-ordered to ``steps`` by their ``step`` value (NaN where absent)."""
     index = {s: i for i, s in enumerate(cols["step"])}
@@ -321,6 +356,21 @@ def _load_folder(out: Collected, folder: Path) -> dict[str, Any] | None:
     return data
 
 
+def _load_summary(out: Collected, path: Path) -> dict[str, Any] | None:
+    """:func:`rlvr.report.summary.read_summary` of ``path`` (the summary and the ``headline/``, ``seeds/`` files
+    beside it), those files' sha256 in ``out.sources``; an unreadable file is recorded in ``out.problems``."""
+    try:
+        data = read_summary(path)
+    except (OSError, ValueError) as exc:
+        out.problems[str(path)] = str(exc)
+        return None
+    for sub in ("headline", "seeds"):
+        for base in {p.parent for p in layout_paths(path.parent / sub / "x.json")}:
+            for f in sorted(base.rglob("*.json")) if base.is_dir() else []:
+                out.sources[str(f)] = _sha(f)
+    return data
+
+
 def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[str],
                    load: Any) -> None:
     """The final eval stage's files (module doc) into ``out.final_summary`` / ``out.final_phases``: a phase is a
@@ -335,7 +385,7 @@ def _collect_final(out: Collected, final_dir: Path, data_dir: Path, order: list[
         if data is None:
             continue
         if path.stem == "eval":
-            out.final_summary = data if isinstance(data, dict) else None
+            out.final_summary = _load_summary(out, path)
             continue
         if not path.stem.startswith("eval_"):
             continue

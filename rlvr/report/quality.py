@@ -1,7 +1,7 @@
 """The evaluation-result sections of the report: *Final evaluation* (the ``eval`` stage's ``metrics/final/``: every
 phase on Dev **and Test** under one protocol, its CIs, mean ± std over seeds, the ``eval.headline`` block), *Quality*
-(the post-stage Dev evaluations ``metrics/baseline.json`` / ``metrics/eval_<stage>.json``) and *Repair*
-(``metrics/repair.json``, before / after repair training when present).
+(the post-stage Dev evaluations ``metrics/baseline/`` / ``metrics/eval_<stage>/``) and *Repair*
+(``metrics/repair/eval/``, before / after repair training when present).
 
 Uncertainty follows :mod:`rlvr.eval.stats`: percentile bootstrap CIs over problems (Efron & Tibshirani 1993) from the
 per-task arrays, or, for accepted@1 without them, from the counts; paired flips with McNemar's exact test (McNemar
@@ -93,7 +93,7 @@ def quality_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = []
     phases = col.phases
     if phases:
-        blocks.append(text("Post-stage evaluations on Dev sets (metrics/baseline.json, metrics/eval_<stage>.json: "
+        blocks.append(text("Post-stage evaluations on Dev sets (metrics/baseline/, metrics/eval_<stage>/: "
                            "the baseline protocol run by each training stage on its own model). Test sets are scored "
                            "only in Final evaluation.", "note"))
         ks = _ks(phases)
@@ -299,13 +299,14 @@ def _final_seed_blocks(phases: Sequence[Phase], summ: Mapping[str, Any], dataset
 
 
 def repair_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
-    """Multi-turn repair (``metrics/repair.json``): every scalar key per dataset, *before* vs *after* training when
-    the file has a ``before`` block, accepted rate vs turn, and the ``training`` / ``protocol`` blocks. Renders the
-    keys that exist (the stage's schema may grow), so a missing key is simply not shown."""
+    """Multi-turn repair (``metrics/repair/eval/``, :func:`rlvr.report.collect.repair_report`): every scalar key per
+    dataset, *before* vs *after* training when the report has a ``before`` block, accepted rate vs turn, and the
+    ``training`` / ``protocol`` blocks. Renders the keys that exist (the stage's schema may grow), so a missing key is
+    simply not shown."""
     r = col.repair
     blocks: list[dict[str, Any]] = []
     if not isinstance(r, dict):
-        return {"id": "repair", "title": "Repair", "blocks": [], "missing": "repair has not run (metrics/repair.json)"}
+        return {"id": "repair", "title": "Repair", "blocks": [], "missing": "repair has not run (metrics/repair/eval/)"}
     meta = {"before", "training", "protocol"}
     after = {k: v for k, v in r.items() if k not in meta and isinstance(v, dict)}
     before = {k: v for k, v in (r.get("before") or {}).items() if isinstance(v, dict)} \
@@ -344,7 +345,7 @@ def repair_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
             flat = flatten(r[key])
             blocks.append(table(["key", "value"], [[k, v] for k, v in flat.items() if not isinstance(v, dict)],
                                 title=f"Repair {key}"))
-    return {"id": "repair", "title": "Repair", "blocks": blocks, "missing": "repair has not run (metrics/repair.json)"}
+    return {"id": "repair", "title": "Repair", "blocks": blocks, "missing": "repair has not run (metrics/repair/eval/)"}
 
 
 def _kv(d: Any) -> str | None:

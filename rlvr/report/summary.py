@@ -2,8 +2,8 @@
 per phase: accepted@1 and pass@k with 95 % intervals, the change Δ from the previous phase with a paired test, and a
 seed-mean row for seeded phases (GRPO); then where the report is.
 
-Reads ``metrics/final/eval.json`` with its provenance part (:func:`rlvr.io.read_metrics`; the ``eval`` stage's
-summary: ``phases`` → dataset → ``role``, ``accepted@1``,
+Reads the ``eval`` stage's summary (:func:`read_summary`: ``metrics/final/eval.json``, ``headline/`` and ``seeds/``
+beside it, each file's scores, cost and provenance parts merged): ``phases`` → dataset → ``role``, ``accepted@1``,
 ``pass@k``, ``ci`` → metric → ``lo``/``hi``/``n``; ``seeds`` → seeded base → dataset → metric → ``mean``/``std``/``n``;
 ``not_run``) and, when present, the per-task arrays ``data/eval/final/<phase>/per_task/<dataset>.json`` (``{task:
 {"first": verdict of the greedy sample, "pass@k": …}}``) for the paired statistics. Phases are shown in pipeline
@@ -38,10 +38,10 @@ from typing import Any
 
 import click
 
-from rlvr.io import read_metrics
+from rlvr.io import merge_metrics, read_metrics, read_metrics_folder
 
 __all__ = ["PER_TASK_DIR", "PHASE_ORDER", "base_phase", "format_summary", "load_summary", "main", "per_task_loader",
-           "summary_rows"]
+           "read_summary", "summary_rows"]
 
 
 #: Pipeline order of the phases (seeded phases ``<base>_seed<n>`` sort under their base, by seed).
@@ -65,11 +65,29 @@ def base_phase(name: str) -> str:
     return base if sep and seed.isdigit() else name
 
 
-def load_summary(path: str | Path) -> dict[str, Any]:
-    """The ``eval`` stage's summary JSON. Raises ``FileNotFoundError`` naming the file and the stage that writes it,
-    ``ValueError`` naming the file when it has no ``phases`` object."""
+def read_summary(path: str | Path) -> dict[str, Any] | None:
+    """The ``eval`` stage's summary as one dict (``phases``, ``not_run``, ``seeds``, ``headline``), from ``path``
+    (``metrics/final/eval.json``: its scores, cost and provenance parts, :func:`rlvr.io.read_metrics`) merged with the
+    files written beside it (:func:`rlvr.eval.final.write_summary`): ``headline/<dataset>.json`` and
+    ``seeds/<base>/{mean,std}/<dataset>.json`` (and their cost/provenance mirrors). A summary written as one file (the
+    earlier layout) reads the same. ``None`` when none of them exists. Raises ``ValueError`` naming a file that is
+    not a JSON object."""
     p = Path(path)
-    data = read_metrics(p)
+    summary = read_metrics(p)
+    head = read_metrics_folder(p.parent / "headline")  # {dataset: {"headline": {dataset: {...}}}}
+    seeds = read_metrics_folder(p.parent / "seeds")  # {base: {"mean": {dataset: ...}, "std": {dataset: ...}}}
+    if summary is None and head is None and seeds is None:
+        return None
+    data = merge_metrics(summary or {}, *(head or {}).values(),
+                         {"seeds": {base: merge_metrics(*t.values()) for base, t in seeds.items()}} if seeds else {})
+    return json.loads(json.dumps(data, sort_keys=True))  # keys sorted at every level, as one file reads
+
+
+def load_summary(path: str | Path) -> dict[str, Any]:
+    """The ``eval`` stage's summary (:func:`read_summary`). Raises ``FileNotFoundError`` naming the file and the stage
+    that writes it, ``ValueError`` naming the file when it has no ``phases`` object."""
+    p = Path(path)
+    data = read_summary(p)
     if data is None:
         raise FileNotFoundError(f"{p}: not found; the eval stage writes it (dvc repro eval)")
     if not isinstance(data, dict) or not isinstance(data.get("phases"), dict):

@@ -21,8 +21,9 @@ from rlvr.eval.final import (
     run_eval,
 )
 from rlvr.generate import Completion, GenerationStats, SamplingParams
-from rlvr.io import read_metrics, read_metrics_folder
+from rlvr.io import read_metrics_folder
 from rlvr.judge.verdict import JudgeResult
+from rlvr.report.summary import read_summary
 
 PROBLEMS = [Problem(id=f"syn/{i}", source="syn", split="dev", statement=f"Print {i}.",
                     tests=[StdioTest(stdin="", stdout=str(i))]) for i in range(6)]
@@ -213,7 +214,55 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     pt = json.loads((tmp_path / "data" / "eval" / "grpo_seed1" / "per_task" / "syn.json").read_text())
     assert pt["syn/0"] == {"n": 2, "c": 2, "first": "accepted", "pass@1": 1.0, "pass@2": 1.0}
     assert summary["seeds"]["grpo"]["syn"]["accepted@1"] == {"mean": 0.5, "std": 0.0, "n": 2}
-    assert read_metrics(tmp_path / "metrics" / "eval.json") == summary
+    assert read_summary(tmp_path / "metrics" / "eval.json") == summary
+
+
+def test_summary_files_are_narrow_tables_whose_headline_keys_dvc_exp_show_keeps_bare(tmp_path, metrics_show_width):
+    """The summary (headline, seed mean ± std) as scores files of a few columns each, in the committed run's shape (a
+    long-named Test set scored greedily, a Dev set with three pass@k): `dvc metrics show` of any one of them and of
+    the seed folders stays under 160 characters; the headline keeps its dataset-qualified keys
+    (`headline.<dataset>.accepted@1`), which no other file has, so `dvc exp show` heads those columns with the key
+    alone; the summary file itself holds no scores."""
+    long = "humanevalplus-v0.1.10"
+    write_problems(tmp_path / "problems" / f"{long}.jsonl", [p.model_copy(update={"id": f"{long}/{i}"})
+                                                             for i, p in enumerate(PROBLEMS)])
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    for d in ("base", "grpo/seed-1", "grpo/seed-2"):
+        _model(tmp_path / "models" / d, d.encode())
+    cfg = EvalParams(datasets=[{"name": long}, {"name": "syn", "k": True}], n=4, ks=[1, 2, 4],
+                     bootstrap=20, tuning_stages=[])
+    params = {"governance": {"datasets": [{"name": long, "role": "test"}, {"name": "syn", "role": "dev"}]}}
+    metrics = tmp_path / "metrics" / "final"
+    summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data", metrics,
+                       params=params, root=tmp_path)
+    assert read_summary(metrics / "eval.json") == summary
+    assert not (metrics / "eval.json").exists()  # phases, not_run: provenance only
+    cost = tmp_path / "metrics" / "cost" / "final"
+    assert not (cost / "headline").exists() and not (cost / "seeds").exists()  # no empty parts: nothing for rlvr cost
+    files = sorted(metrics.rglob("*.json"))
+    assert {f.relative_to(metrics).parts[0] for f in files} == {
+        "eval_baseline", "eval_grpo_seed1", "eval_grpo_seed2", "headline", "seeds"}
+    for f in files:
+        if f.relative_to(metrics).parts[0] in ("headline", "seeds"):
+            assert metrics_show_width([f], tmp_path)[0] < 160, f
+    for folder in (metrics / "seeds" / "grpo" / "mean", metrics / "seeds" / "grpo" / "std"):
+        width, cols = metrics_show_width(sorted(folder.glob("*.json")), tmp_path)
+        assert width < 160 and cols <= 8, (folder, width, cols)
+    head = {f.name: set(_leaves(json.loads(f.read_text()))) for f in (metrics / "headline").glob("*.json")}
+    assert head == {f"{long}.json": {f"headline.{long}.accepted@1", f"headline.{long}.pass@1"},
+                    "syn.json": {f"headline.syn.{k}" for k in ("accepted@1", "pass@1", "pass@2", "pass@4")}}
+    others = set().union(*(_leaves(json.loads(f.read_text())) for f in files if "headline" not in f.parts))
+    assert not others & set().union(*head.values())
+    mean = json.loads((metrics / "seeds" / "grpo" / "mean" / "syn.json").read_text())
+    assert mean["accepted@1"] == {"mean": summary["seeds"]["grpo"]["syn"]["accepted@1"]["mean"]}  # n: provenance
+
+
+def _leaves(obj: dict, prefix: str = "") -> set[str]:
+    """Flattened leaf keys of a metrics file, as DVC names its columns (``a.b.c``)."""
+    out: set[str] = set()
+    for k, v in obj.items():
+        out |= _leaves(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}"}
+    return out
 
 
 def test_run_eval_writes_the_same_bytes_whatever_the_judge_took(tmp_path):
@@ -323,14 +372,18 @@ def test_rerun_with_everything_journaled_loads_no_model_and_writes_headline(tmp_
 
     first = run("grpo")
     assert len(loaded) == 3 and first["headline"]["phase"] == "grpo" and first["headline"]["seeds"] == 1
-    phase_files = {p.name: p.read_text() for p in (tmp_path / "metrics").glob("eval_*.json")}
+    def phase_files():  # scores and provenance; the cost part holds this run's judge seconds
+        return {str(p): p.read_text() for p in (tmp_path / "metrics").rglob("eval_*/*.json") if "cost" not in p.parts}
+
+    before = phase_files()
+    assert before
     again = run("dpo")
     assert len(loaded) == 3  # every row resumed from the journals: no model was built
     assert again["headline"] == {"phase": "dpo", "seeds": 1, "syn": {k: first["phases"]["dpo"]["syn"][k]
                                                                       for k in ("role", "accepted@1", "pass@1",
                                                                                 "pass@2")}}
     # only the headline differs, so `dvc exp diff` between the two runs lists just the headline keys
-    assert {p.name: p.read_text() for p in (tmp_path / "metrics").glob("eval_*.json")} == phase_files
+    assert phase_files() == before
     assert {k: v for k, v in again.items() if k != "headline"} == {k: v for k, v in first.items() if k != "headline"}
 
 

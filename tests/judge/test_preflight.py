@@ -189,14 +189,14 @@ def test_a_stage_whose_verdicts_are_sandbox_errors_fails_without_metrics(tmp_pat
     (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 0.05}\n")
     judge = FlakyJudge()
     monkeypatch.setattr(mod, "get_judge", lambda: judge)
-    res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check.json"])
+    res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check"])
     assert res.exit_code == 1
     assert res.output.strip() == (
         "1 of 1 verdicts (100.0%) were sandbox_error, above judge.max_sandbox_error_share=0.05: the judge (embedded) "
         "failed, not the programs; no metrics written; first error: sandbox failure: worker died")
     assert not (tmp_path / "metrics").exists() and judge.closed
     (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 1.0}\n")
-    res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check.json"])
+    res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check"])
     assert res.exit_code == 0, res.output  # a ceiling of 1.0 lets it through: the verdicts are then the metrics
     from rlvr.io import read_metrics
 

@@ -1,4 +1,4 @@
-"""The ``repair`` stage end to end: params → samples-backend policy → real judge → metrics/repair.json + traces."""
+"""The ``repair`` stage end to end: params → samples-backend policy → real judge → metrics/repair/eval/ + traces."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from rlvr.data.synthetic import SyntheticParams, completion_for, generate_from_p
 from rlvr.eval.baseline import DatasetSelection
 from rlvr.io import read_metrics
 from rlvr.repair.eval import RepairParams, default_model, select_repair_problems
+from rlvr.report.collect import repair_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,11 +57,12 @@ def test_repair_stage_cli(tmp_path):
         "repair": {"turns": 3, "backend": "samples", "samples": {"synthetic": str(samples)},
                    "datasets": [{"name": "synthetic", "splits": ["dev"], "limit": 3}]},
     }))
-    metrics = tmp_path / "m.json"
+    metrics = tmp_path / "metrics" / "repair" / "eval"
     res = CliRunner().invoke(_stage(), ["--params", str(params), "--problems-dir", str(tmp_path / "none"),
                                         "--out-dir", str(tmp_path / "out"), "--metrics", str(metrics)])
     assert res.exit_code == 0, res.output
-    m = read_metrics(metrics)["synthetic"]
+    assert sorted(p.name for p in metrics.iterdir()) == ["after"]  # the samples backend trains nothing: no before
+    m = repair_report(read_metrics(tmp_path / "metrics" / "repair.json"))["synthetic"]
     assert m["recovery_rate"] == 0.5 and m["first_turn_failures"] == 2
     assert m["accepted_at_turn"] == pytest.approx([1 / 3, 2 / 3, 2 / 3])
     assert m["mean_turns"] == pytest.approx((2 + 3 + 1) / 3) and m["sandbox_errors"] == 0

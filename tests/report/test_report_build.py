@@ -14,6 +14,7 @@ pytest.importorskip("matplotlib", reason="the report draws with matplotlib (add 
 
 from rlvr.io import read_metrics, read_metrics_folder
 from rlvr.report import ReportParams, build_report
+from rlvr.report.summary import read_summary
 
 IMG_RE = re.compile(r'<img class="chart" src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)">')
 CFG = ReportParams(bootstrap=200, seed=0)
@@ -47,7 +48,7 @@ def test_full_report_sections_and_charts(built):
         assert tree.tag.endswith("svg") and alt
         assert svg.count(b"<path") >= 3  # something is drawn
     # dpo never ran: listed as not run; repair too
-    assert "eval of dpo (metrics/eval_dpo.json)" in html and "repair (metrics/repair.json)" in html
+    assert "eval of dpo (metrics/eval_dpo/)" in html and "repair (metrics/repair/eval/)" in html
 
 
 @pytest.mark.slow
@@ -102,7 +103,7 @@ def test_empty_pipeline_says_not_run(tmp_path):
     assert "governance (metrics/governance.json)" in summary["not_run"]
     assert "eval, the final Dev/Test evaluation (metrics/final/eval.json)" in summary["not_run"]
     assert "not run: the eval stage has not run (metrics/final/eval.json)" in html
-    assert "not run: repair has not run (metrics/repair.json)" in html
+    assert "not run: repair has not run (metrics/repair/eval/)" in html
     assert "<html" in html and "</html>" in html
 
 
@@ -183,8 +184,8 @@ def test_final_eval_section_shows_metrics_final_numbers(complete):
     assert base["heval"]["accepted@1"] == pytest.approx(0.2) and best["heval"]["accepted@1"] == 1.0  # real spread
     assert re.search(r'<td class="text">syn</td><td class="text">dev</td><td class="text">grpo_seed1</td>'
                      r"<td>12</td><td>[^<]+</td><td>[^<]+</td><td>([0-9.]+) \[", sec)  # pass@2 with CI on syn
-    # seeds: mean ± std from metrics/final/eval.json → seeds
-    s = read_metrics(root / "metrics" / "final" / "eval.json")["seeds"]["grpo"]["heval"]["accepted@1"]
+    # seeds: mean ± std from metrics/final/seeds/grpo/{mean,std}/heval.json
+    s = read_summary(root / "metrics" / "final" / "eval.json")["seeds"]["grpo"]["heval"]["accepted@1"]
     assert s["n"] == 2 and s["std"] > 0
     row = re.search(r'<td class="text">heval</td><td class="text">test</td><td class="text">grpo</td><td>2</td>'
                     r"<td>([0-9.]+) ± ([0-9.]+)</td>", sec)

@@ -124,3 +124,39 @@ def test_final_phases_read_from_folders_and_from_the_earlier_one_file_layout(tmp
         report["syn"])}}
     assert phases["sft"].protocol == {"n": 1}
     assert str(tmp_path / "metrics" / "provenance" / "final" / "eval_sft" / "protocol.json") in col.sources
+
+
+def _to_folder_form(metrics: Path) -> None:
+    """Rewrite the tree's one-file reports the way the stages now write them: baseline, judge_check and
+    eval_<stage> as a folder of one file per dataset, repair as metrics/repair/eval/{after,before}/."""
+    from rlvr.io import layout_paths, read_metrics, write_metrics_folder
+
+    for name in ("baseline", "judge_check", *(p.stem for p in metrics.glob("eval_*.json")), "repair"):
+        report = read_metrics(metrics / f"{name}.json")
+        for part in layout_paths(metrics / f"{name}.json"):
+            part.unlink(missing_ok=True)
+        if name != "repair":
+            write_metrics_folder(metrics / name, report)
+            continue
+        write_metrics_folder(metrics / "repair" / "eval" / "after", {k: v for k, v in report.items() if k != "before"})
+        write_metrics_folder(metrics / "repair" / "eval" / "before", report["before"])
+
+
+def test_collect_reads_reports_in_folder_form_as_in_one_file(tmp_path):
+    """The report sees the same phases, judge check and repair whether a stage wrote one file or a folder of one
+    file per dataset (rlvr.io.write_metrics_folder; rlvr.report.collect.repair_report)."""
+    from conftest import write_complete_tree
+
+    def seen(root: Path) -> dict:
+        col = collect(root / "metrics", root / "data")
+        return {"phases": [(p.name, p.datasets, p.protocol, p.per_task) for p in col.phases],
+                "judge_check": col.judge_check, "repair": col.repair, "governance": col.governance,
+                "training": sorted(col.training), "problems": col.problems}
+
+    one, folders = write_complete_tree(tmp_path / "one"), write_complete_tree(tmp_path / "folders")
+    _to_folder_form(folders / "metrics")
+    assert not (folders / "metrics" / "baseline.json").exists()
+    assert sorted(p.name for p in (folders / "metrics" / "judge_check").iterdir()) == ["humaneval.json", "mbpp.json"]
+    want = seen(one)
+    assert want["repair"]["before"] and want["judge_check"]["judge_version"] and len(want["phases"]) == 5  # with repair
+    assert seen(folders) == want

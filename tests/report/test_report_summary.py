@@ -1,4 +1,4 @@
-"""``rlvr summary`` (rlvr.report.summary) on the committed metrics/final/eval.json and on hand-made summaries."""
+"""``rlvr summary`` (rlvr.report.summary) on the committed final-eval summary and on hand-made summaries."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from rlvr.cli import main
-from rlvr.report.summary import format_summary, load_summary, summary_rows
+from rlvr.report.summary import format_summary, load_summary, read_summary, summary_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "metrics" / "final" / "eval.json"
@@ -47,9 +47,7 @@ def test_rows_in_pipeline_order_with_deltas_to_previous_phase() -> None:
 
 
 def test_committed_metrics_summary_matches_the_file() -> None:
-    from rlvr.io import read_metrics
-
-    data = read_metrics(COMMITTED)  # scores + provenance (the eval stage writes them split)
+    data = read_summary(COMMITTED)  # eval.json, headline/, seeds/: scores + provenance
     rows = {r["phase"]: r for r in summary_rows(data)["synthetic"]}
     for phase, r in rows.items():
         if r["seed_mean"]:
@@ -62,6 +60,23 @@ def test_committed_metrics_summary_matches_the_file() -> None:
     assert "synthetic (dev, n=" in text and "humaneval (test, n=" in text
     assert text.index("synthetic (dev") < text.index("humaneval (test")  # Dev before Test
     assert "not built yet" in text
+
+
+def test_summary_reads_the_same_from_the_narrow_layout(tmp_path: Path) -> None:
+    """The committed one-file summary written again by the eval stage's writer (headline/ and seeds/ beside a
+    provenance-only eval.json): read back equal, and `rlvr summary` prints the same text from either layout."""
+    from rlvr.eval.final import write_summary
+    from rlvr.io import read_metrics
+
+    old = read_metrics(COMMITTED)
+    final = tmp_path / "metrics" / "final"
+    write_summary(final, old)
+    assert read_summary(final / "eval.json") == read_summary(COMMITTED) == old
+    report = tmp_path / "none.html"
+    assert format_summary(load_summary(final / "eval.json"), report) == format_summary(old, report)
+    res = CliRunner().invoke(main, ["summary", "--eval-summary", str(final / "eval.json"), "--report", str(report),
+                                    "--per-task-dir", str(tmp_path / "none")])
+    assert res.exit_code == 0 and res.output.strip() == format_summary(old, report).strip()
 
 
 def test_cli_prints_table_and_report_location(tmp_path: Path) -> None:

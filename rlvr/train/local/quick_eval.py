@@ -1,5 +1,5 @@
 """Post-training checks of the local (TRL) engine: a quick greedy accepted@1 (:func:`evaluate_accepted`) and the
-baseline's protocol run on a trained model (:func:`stage_eval`, ``metrics/eval_<stage>.json``).
+baseline's protocol run on a trained model (:func:`stage_eval`, ``metrics/eval_<stage>/``).
 """
 
 from __future__ import annotations
@@ -72,10 +72,11 @@ def stage_eval(
     """The baseline's evaluation of a trained model: the ``baseline`` params section (datasets, sampling, n, ks,
     backend) with ``model`` replaced by ``model_dir``, run by :func:`rlvr.eval.baseline.run_baseline`.
 
-    Returns ``{dataset: metrics, "protocol": {...}}`` with exactly the keys of ``metrics/baseline.json``, so
-    ``dvc metrics diff`` lines up baseline vs sft vs dpo vs grpo. Samples, per-task arrays and QA logs go under
-    ``out_dir`` (``data/eval/<stage>``). Stored samples of an earlier run are deleted first, so each stage run is
-    evaluated afresh (rows are keyed by the model's content hash in any case, :mod:`rlvr.eval.provenance`).
+    Returns ``{dataset: metrics, "protocol": {...}}`` with exactly the keys of the baseline's report
+    (``metrics/baseline/``), so ``dvc metrics diff`` lines up baseline vs sft vs dpo vs grpo. Samples, per-task arrays
+    and QA logs go under ``out_dir`` (``data/eval/<stage>``). Stored samples of an earlier run are deleted first, so
+    each stage run is evaluated afresh (rows are keyed by the model's content hash in any case,
+    :mod:`rlvr.eval.provenance`).
     Raises :class:`rlvr.config.ConfigError` when the section is missing or invalid, ``FileNotFoundError`` naming a
     missing dataset file."""
     import shutil
