@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from rlvr.config import Section
 from rlvr.data.manifests import read_jsonl
@@ -48,6 +48,7 @@ from rlvr.train.local.common import (
     setup_tracking,
     trainer_kwargs,
 )
+from rlvr.train.local.dpo_mine import DPOMining, generate_texts, run_child
 
 __all__ = ["DPO_CURVES", "DPOMining", "DPOParams", "Judged", "dataset_pairs", "mine_pairs", "run_dpo",
            "sample_and_judge"]
@@ -73,32 +74,6 @@ class DPOLaunch(Section):
 
     processes: int = Field(1, ge=1)
     mode: Literal["ddp"] = "ddp"
-
-
-class DPOMining(Section):
-    """``dpo.mining``: how the ``k`` samples per problem are generated.
-
-    Fields:
-        backend: ``hf`` (transformers; the CPU default) or ``vllm`` (the 7B profiles: HF decoding of 7B samples of
-            2,048 tokens is minutes per batch; measured on 2 x H100, ``bench/gpu/results_2gpu.json``).
-        process: ``stage`` (in the stage's own process) or ``child`` (``python -m rlvr.train.local.dpo_mine`` in a
-            child process that exits before training, so every GPU it used is free for the ``accelerate launch``;
-            required for ``vllm``, whose engine does not reliably release its memory in-process).
-        tensor_parallel_size: GPUs of the vLLM engine. gpu_memory_utilization: its share of each (0-1).
-        batch_size: prompts per HF forward batch.
-    Raises ``ValueError`` (pydantic) for ``backend: vllm`` with ``process: stage``."""
-
-    backend: Literal["hf", "vllm"] = "hf"
-    process: Literal["stage", "child"] = "stage"
-    tensor_parallel_size: int = Field(1, ge=1)
-    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
-    batch_size: int = Field(16, ge=1)
-
-    @model_validator(mode="after")
-    def _vllm_in_a_child(self) -> DPOMining:
-        if self.backend == "vllm" and self.process != "child":
-            raise ValueError("backend vllm needs process: child (the training launch needs the GPUs the engine holds)")
-        return self
 
 
 class DPOParams(OptimParams):
@@ -252,7 +227,6 @@ def sample_and_judge(
     pass_ratio)``. A ``child`` process writes its job and texts under ``workdir`` (required then). Raises
     ``subprocess.CalledProcessError`` when the child fails, ``ValueError`` without ``workdir``."""
     from rlvr.generate import SamplingParams
-    from rlvr.train.local.dpo_mine import generate_texts, run_child
 
     mining = mining or DPOMining()
     sp = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)

@@ -5,7 +5,7 @@
 Why a child: the DPO stage trains through ``accelerate launch`` on every GPU right after mining, and a vLLM engine
 (and PyTorch's caching allocator after HF generation) does not reliably give its GPU memory back inside a process. A
 child that exits frees all of it. The job file (written by :func:`run_child`) holds the model folder, the chat
-prompts, ``k``, the sampling parameters and the :class:`rlvr.train.local.dpo.DPOMining` section; the child writes
+prompts, ``k``, the sampling parameters and the :class:`DPOMining` section (``dpo.mining``); the child writes
 ``<run>/mine_texts.json`` (per prompt, ``k`` completion texts) atomically. Judging stays in the stage's process (its
 judge is already open).
 """
@@ -17,18 +17,48 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-__all__ = ["JOB_FILE", "TEXTS_FILE", "generate_texts", "main", "run_child"]
+from pydantic import Field, model_validator
+
+from rlvr.config import Section
+
+__all__ = ["JOB_FILE", "TEXTS_FILE", "DPOMining", "generate_texts", "main", "run_child"]
 
 JOB_FILE = "mine_job.json"
 TEXTS_FILE = "mine_texts.json"
 
 
+class DPOMining(Section):
+    """``dpo.mining``: how the ``k`` samples per problem are generated.
+
+    Fields:
+        backend: ``hf`` (transformers; the CPU default) or ``vllm`` (the 7B profiles: HF decoding of 7B samples of
+            2,048 tokens is minutes per batch; measured on 2 x H100, ``bench/gpu/results_2gpu.json``).
+        process: ``stage`` (in the stage's own process) or ``child`` (``python -m rlvr.train.local.dpo_mine`` in a
+            child process that exits before training, so every GPU it used is free for the ``accelerate launch``;
+            required for ``vllm``, whose engine does not reliably release its memory in-process).
+        tensor_parallel_size: GPUs of the vLLM engine. gpu_memory_utilization: its share of each (0-1).
+        batch_size: prompts per HF forward batch.
+    Raises ``ValueError`` (pydantic) for ``backend: vllm`` with ``process: stage``."""
+
+    backend: Literal["hf", "vllm"] = "hf"
+    process: Literal["stage", "child"] = "stage"
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
+    batch_size: int = Field(16, ge=1)
+
+    @model_validator(mode="after")
+    def _vllm_in_a_child(self) -> DPOMining:
+        if self.backend == "vllm" and self.process != "child":
+            raise ValueError("backend vllm needs process: child (the training launch needs the GPUs the engine holds)")
+        return self
+
+
 def generate_texts(model_dir: str | Path, prompts: Sequence[Any], k: int, sampling: Any,
                    mining: Any) -> list[list[str]]:
     """``k`` completion texts per prompt (chat messages or strings) from the model at ``model_dir``, with the backend
-    of ``mining`` (:class:`rlvr.train.local.dpo.DPOMining`); ``sampling`` is a
+    of ``mining`` (:class:`DPOMining`); ``sampling`` is a
     :class:`rlvr.generate.SamplingParams`. Returns one list of ``k`` texts per prompt, in prompt order."""
     from rlvr.generate import make_generator
 
@@ -64,7 +94,6 @@ def main(argv: list[str] | None = None) -> int:
     """Run the job file named by ``argv[0]`` (module doc); returns the exit status (2 for a usage error)."""
     from rlvr.generate import SamplingParams
     from rlvr.io import atomic_write_json
-    from rlvr.train.local.dpo import DPOMining
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
