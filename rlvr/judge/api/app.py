@@ -269,7 +269,9 @@ class GatedLane:
             response = await endpoint(request)
         except Exception as exc:
             handlers = self.fastapi_app.exception_handlers
-            handler = next((handlers[c] for c in type(exc).__mro__ if c in handlers), None)
+            # as Starlette's ExceptionMiddleware: the first class of the MRO with a handler; Exception itself (500)
+            # is the server error middleware's, which the re-raise reaches
+            handler = next((handlers[c] for c in type(exc).__mro__ if c in handlers and c is not Exception), None)
             if handler is None:
                 raise
             response = await handler(request, exc)
