@@ -129,6 +129,19 @@ def _version(python: str) -> str | None:
     return out.stdout.strip()
 
 
+def _commit(tree: Path) -> str | None:
+    """The commit checked out in ``tree``, with ``+dirty`` when ``rlvr/`` or ``bench/`` differ from it (None: not
+    a git checkout)."""
+    try:
+        head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "rlvr", "bench"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def load(path: Path, programs: int | None) -> list[dict[str, Any]]:
     """The workload ``[{"task_id", "code", "tests": [{"stdin", "stdout"}]}]``: its first ``programs`` records."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -461,6 +474,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "workload": workload.name,
         "judge_version": JUDGE_VERSION,
         "rlvr_tree": str(Path(rlvr.__file__).parent.parent),
+        "rlvr_commit": _commit(Path(rlvr.__file__).parent.parent),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "loadavg_at_end": os.getloadavg(),
                     "python": _version(floor_python())},  # the floor's and the sandbox's: the same one
