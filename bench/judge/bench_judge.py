@@ -130,12 +130,13 @@ def _version(python: str) -> str | None:
 
 
 def _commit(tree: Path) -> str | None:
-    """The commit checked out in ``tree``, with ``+dirty`` when ``rlvr/`` or ``bench/`` differ from it (None: not
-    a git checkout)."""
+    """The commit checked out in ``tree``, with ``+dirty`` when code under ``rlvr/`` or ``bench/`` differs from it
+    (results files aside; None: not a git checkout)."""
     try:
         head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
                               text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "rlvr", "bench"],
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "rlvr", ":(glob)bench/**/*.py",
+                                ":(glob)bench/**/*.sh", ":(glob)bench/**/*.c"],
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
