@@ -1,10 +1,17 @@
 """Judge cost bench (issue 14, item 8): rlvr's judge vs a lean fork floor vs verl's ``prime_code``, side by side.
 
-Systems, measured in one run with interleaved repeats (rlvr, floor, prime, boundary, rlvr, floor, … so load drifts hit
+Systems, measured in one run with interleaved repeats (rlvr, served, floor, prime, boundary, rlvr, … so load drifts hit
 all of them alike), each in a fresh subprocess:
 
 * ``rlvr``: ``Judge(workers).judge_many`` over the stdio200 workload (200 correct programs x 10 stdin/stdout tests),
   judge start and close included.
+* ``served``: the same judge behind its HTTP server (``rlvr sandbox serve``'s app, uvicorn, JSON request logs), one
+  ScaleBox ``/common_evaluate_batch`` request per program (all its tests in one ``stdin_stdout`` case), ``--clients``
+  concurrent keep-alive connections (default 2 x workers, so requests also wait in the admission queue, as a node's
+  reward workers' do): the path a node-wide judge for verl's reward workers takes. Counted: the server's whole tree
+  (server process, bwrap, sandboxes) from the first request to the last answer, after a warm-up request per worker;
+  the client is outside the cgroup. ``server_process_cpu_s``: the server process alone (HTTP, JSON, the judge's host
+  side).
 * ``floor``: :mod:`floor` — one warm ``python3 -I`` (the sandbox's interpreter, :func:`floor_python`) that forks
   one child per test (stdin from a pipe, stdout to a pipe, token comparison in the parent), no isolation at all: the
   cost floor of "fork a warm interpreter per test".
@@ -28,10 +35,12 @@ both figures are recorded when available. Loading the workload and importing rlv
 Output (``results.json``): every repeat's figures; per system the best (minimum) and the median CPU ms per test over
 the repeats; ``ratio_rlvr_over_floor`` (best over best: CPU time only grows with the machine's noise, so the minimum
 is the least disturbed figure), ``ratio_of_medians`` and ``ratio_per_repeat`` (the two systems of one repeat, run
-back to back: how far the machine's drift moves the ratio).
+back to back: how far the machine's drift moves the ratio); the same three for ``served`` (``ratio_served_over_floor``,
+``ratio_of_medians_served``, ``ratio_per_repeat_served``).
 
 Run (on an idle machine; the figures in ``results.json`` name the command and machine):
-``sudo .venv/bin/python bench/judge/bench_judge.py --workers 2 --repeat 5`` -> ``bench/judge/results.json``.
+``sudo .venv/bin/python bench/judge/bench_judge.py --workers 2 --repeat 5`` -> ``bench/judge/results.json``. It
+measures the rlvr of its own tree (``PYTHONPATH``, when set, picks another: ``rlvr_tree`` in the output says which).
 Quick check: ``--repeat 1 --programs 20 --calls 200``.
 """
 
@@ -53,6 +62,8 @@ import click
 
 HERE = Path(__file__).parent
 CPUACCT = Path("/sys/fs/cgroup/cpuacct")
+if "PYTHONPATH" not in os.environ:  # the rlvr of this tree, not the one installed in .venv (set PYTHONPATH for another)
+    sys.path.insert(1, str(HERE.parents[1]))
 
 
 def floor_python() -> str:
@@ -80,13 +91,16 @@ def _rusage_s() -> float:
 class Meter:
     """CPU seconds of this process's tree: its cpuacct cgroup (when ``cgroup`` is given and joinable) and rusage."""
 
-    def __init__(self, cgroup: str | None) -> None:
+    def __init__(self, cgroup: str | None, join: bool = True) -> None:
         self.usage: Path | None = None
         if cgroup:
             try:
-                (Path(cgroup) / "cgroup.procs").write_text(str(os.getpid()))
+                if join:
+                    (Path(cgroup) / "cgroup.procs").write_text(str(os.getpid()))
                 self.usage = Path(cgroup) / "cpuacct.usage"
+                self.usage.read_text()
             except OSError as exc:
+                self.usage = None
                 print(f"cgroup {cgroup} not joinable ({exc}): rusage fallback", file=sys.stderr)
 
     def read(self) -> dict[str, float]:
@@ -115,6 +129,20 @@ def _version(python: str) -> str | None:
     return out.stdout.strip()
 
 
+def _commit(tree: Path) -> str | None:
+    """The commit checked out in ``tree``, with ``+dirty`` when code under ``rlvr/`` or ``bench/`` differs from it
+    (results files aside; None: not a git checkout)."""
+    try:
+        head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(tree), "status", "--porcelain", "--", "rlvr", ":(glob)bench/**/*.py",
+                                ":(glob)bench/**/*.sh", ":(glob)bench/**/*.c"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+dirty" if dirty else "")
+
+
 def load(path: Path, programs: int | None) -> list[dict[str, Any]]:
     """The workload ``[{"task_id", "code", "tests": [{"stdin", "stdout"}]}]``: its first ``programs`` records."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
@@ -141,6 +169,127 @@ def run_rlvr(items: list[dict[str, Any]], workers: int, cgroup: str | None) -> d
     d["false_negatives"] = sum(r.verdict != "accepted" for r in results)
     d["isolation"] = {k: info.get(k) for k in ("cgroup", "seccomp", "forkloop")}
     return d
+
+
+def serve_for_bench(workers: int, cgroup: str | None) -> None:
+    """The ``served`` system's server process: joins ``cgroup`` first (so it and every sandbox process it starts are
+    counted), then serves the judge as ``rlvr sandbox serve`` does (:func:`rlvr.judge.api.app.serve`: the app
+    factory, JSON request logs, uvicorn without its access log) on a free loopback port, printed as the first line of
+    stdout. Runs until SIGTERM."""
+    import socket
+
+    if cgroup:
+        (Path(cgroup) / "cgroup.procs").write_text(str(os.getpid()))
+    os.environ["RLVR_SANDBOX_WORKERS"] = str(workers)
+    import uvicorn
+
+    from rlvr.judge.api.app import configure_logging
+
+    configure_logging("info")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    sys.stdout.write(f"{sock.getsockname()[1]}\n")
+    sys.stdout.flush()
+    config = uvicorn.Config("rlvr.judge.api.app:create_app", factory=True, log_level="info", access_log=False)
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def scalebox_body(i: int, r: dict[str, Any]) -> bytes:
+    """One ``/common_evaluate_batch`` request for workload item ``r``: all its stdio tests in one ScaleBox
+    ``stdin_stdout`` case, the per-test limit of the in-process system's problems (``Problem.time_limit_s``)."""
+    tc = {"type": "stdin_stdout", "input": [t["stdin"] for t in r["tests"]],
+          "output": [t["stdout"] for t in r["tests"]]}
+    return json.dumps({"id": i, "dataset": "stdio200", "completion": r["code"],
+                       "config": {"language": "python", "run_timeout": 10.0,
+                                  "provided_data": {"test_cases": tc}}}).encode()
+
+
+def run_served(items: list[dict[str, Any]], workers: int, clients: int, cgroup: str | None) -> dict[str, Any]:
+    """The judge behind its HTTP server, one ``/common_evaluate_batch`` request per program (the path a node-wide
+    judge for verl's reward workers takes). The server (:func:`serve_for_bench`) runs in ``cgroup``; this process,
+    the client, does not: ``clients`` threads, one keep-alive connection each, take the next program in turn and
+    post it (more clients than workers: requests wait in the server's admission queue, as a node's reward workers'
+    do). Counted:
+    the server's whole tree from the first measured request to the last answer, after a warm-up of ``workers``
+    concurrent requests (a long-lived server: its start and every sandbox's start are outside, unlike ``rlvr``,
+    whose judge start and close are inside, ~0.02 ms per test)."""
+    import http.client
+    import threading
+
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child", "served-server",
+            "--opts", json.dumps({"workers": workers})]
+    if cgroup:
+        argv += ["--cgroup", cgroup]
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+                c.request("GET", "/v1/ping")
+                if c.getresponse().status == 200:
+                    c.close()
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        bodies = [scalebox_body(i, r) for i, r in enumerate(items)]
+        verdicts: list[str | None] = [None] * len(bodies)
+
+        def post(conn: http.client.HTTPConnection, body: bytes) -> dict[str, Any]:
+            conn.request("POST", "/common_evaluate_batch", body, {"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            data = resp.read()
+            if resp.status != 200:
+                raise RuntimeError(f"HTTP {resp.status}: {data[:500]!r}")
+            return json.loads(data)
+
+        todo = iter(range(len(bodies)))  # next() on it is atomic under the GIL
+
+        def client(conn: http.client.HTTPConnection) -> None:
+            for i in todo:
+                verdicts[i] = post(conn, bodies[i])["verdict"]
+
+        conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=600) for _ in range(max(clients, workers))]
+        warm = [threading.Thread(target=post, args=(c, bodies[0])) for c in conns[:workers]]  # every sandbox up
+        for t in warm:
+            t.start()
+        for t in warm:
+            t.join()
+        meter = Meter(cgroup, join=False)
+        own0 = _proc_cpu_s(server.pid)
+        a = meter.read()
+        threads = [threading.Thread(target=client, args=(c,)) for c in conns[:clients]]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        b = meter.read()
+        own = _proc_cpu_s(server.pid) - own0
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    d = Meter.delta(a, b)
+    if meter.usage is None:
+        d["cpu_s"] = float("nan")  # the server's CPU cannot be read without its cgroup
+    d["false_negatives"] = sum(v != "accepted" for v in verdicts)
+    d["server_process_cpu_s"] = round(own, 4)  # the server's own process (HTTP, JSON, plan, scoring), no sandbox
+    return d
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` itself, all its threads (``/proc/PID/stat``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def run_floor(items: list[dict[str, Any]], cgroup: str | None) -> dict[str, Any]:
@@ -257,19 +406,25 @@ def _child(system: str, opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--repeat", type=int, default=3, show_default=True)
 @click.option("--programs", type=int, default=None, help="first N programs of the workload (default: all)")
 @click.option("--calls", type=int, default=1000, show_default=True, help="tests of the boundary problems")
-@click.option("--systems", default="rlvr,floor,prime,boundary", show_default=True)
+@click.option("--clients", type=int, default=None, help="concurrent requests of the served system [2 x workers]")
+@click.option("--systems", default="rlvr,served,floor,prime,boundary", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=HERE / "results.json")
 @click.option("--child", default=None, hidden=True)
 @click.option("--opts", default=None, hidden=True)
 @click.option("--cgroup", default=None, hidden=True)
-def main(workload: Path, workers: int, repeat: int, programs: int | None, calls: int, systems: str, out: Path,
-         child: str | None, opts: str | None, cgroup: str | None) -> None:
+def main(workload: Path, workers: int, repeat: int, programs: int | None, calls: int, clients: int | None,
+         systems: str, out: Path, child: str | None, opts: str | None, cgroup: str | None) -> None:
     """Measure the systems ``repeat`` times, interleaved, and write ``out`` (see the module docstring)."""
     if child is not None:
         o = json.loads(opts or "{}")
+        if child == "served-server":
+            serve_for_bench(o["workers"], cgroup)
+            return
         items = load(Path(o["workload"]), o["programs"])
         if child == "rlvr":
             res = run_rlvr(items, o["workers"], cgroup)
+        elif child == "served":
+            res = run_served(items, o["workers"], o["clients"], cgroup)
         elif child == "floor":
             res = run_floor(items, cgroup)
         elif child == "prime":
@@ -283,11 +438,15 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
             res["wall_s"] = round(res["wall_s"], 3)
         sys.stdout.write(json.dumps(res) + "\n")
         return
+    import rlvr
     from rlvr.io import atomic_write_json
     from rlvr.judge import JUDGE_VERSION
 
+    click.echo(f"rlvr from {Path(rlvr.__file__).parent}")
+
     names = [s for s in systems.split(",") if s]
-    o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls}
+    clients = clients or 2 * workers
+    o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls, "clients": clients}
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in names}
     for r in range(repeat):
         for s in names:
@@ -297,19 +456,26 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
     per = {s: sorted(x["cpu_ms_per_test"] for x in runs[s] if "cpu_ms_per_test" in x) for s in names if s != "boundary"}
     best = {s: v[0] if v else None for s, v in per.items()}
     median = {s: round(statistics.median(v), 3) if v else None for s, v in per.items()}
-    ratio = (round(best["rlvr"] / best["floor"], 3)
-             if best.get("rlvr") and best.get("floor") else None)
-    ratio_median = (round(median["rlvr"] / median["floor"], 3)
-                    if median.get("rlvr") and median.get("floor") else None)
-    # the same repeat's two systems, minutes apart at most: how much of the ratio is the machine's drift
-    paired = [round(a["cpu_ms_per_test"] / b["cpu_ms_per_test"], 3) for a, b in zip(runs.get("rlvr", []),
-              runs.get("floor", []), strict=False) if "cpu_ms_per_test" in a and "cpu_ms_per_test" in b]
+    def ratios(system: str) -> tuple[float | None, float | None, list[float]]:
+        """``system`` over the floor: best over best, median over median, and within each repeat (the same
+        repeat's two systems, minutes apart at most: how much of the ratio is the machine's drift)."""
+        b = round(best[system] / best["floor"], 3) if best.get(system) and best.get("floor") else None
+        m = round(median[system] / median["floor"], 3) if median.get(system) and median.get("floor") else None
+        p = [round(x["cpu_ms_per_test"] / y["cpu_ms_per_test"], 3) for x, y in zip(runs.get(system, []),
+             runs.get("floor", []), strict=False) if "cpu_ms_per_test" in x and "cpu_ms_per_test" in y]
+        return b, m, p
+
+    ratio, ratio_median, paired = ratios("rlvr")
+    s_ratio, s_median, s_paired = ratios("served")
     cmd = " ".join(["python", "bench/judge/bench_judge.py", f"--workers {workers}", f"--repeat {repeat}"]
-                   + ([f"--programs {programs}"] if programs else []) + [f"--calls {calls}", f"--systems {systems}"])
+                   + ([f"--programs {programs}"] if programs else [])
+                   + [f"--calls {calls}", f"--clients {clients}", f"--systems {systems}"])
     atomic_write_json(out, {
         "command": cmd,
         "workload": workload.name,
         "judge_version": JUDGE_VERSION,
+        "rlvr_tree": str(Path(rlvr.__file__).parent.parent),
+        "rlvr_commit": _commit(Path(rlvr.__file__).parent.parent),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                     "loadavg_at_end": os.getloadavg(),
                     "python": _version(floor_python())},  # the floor's and the sandbox's: the same one
@@ -322,10 +488,15 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "median_cpu_ms_per_test": median,
         "ratio_of_medians": ratio_median,
         "ratio_per_repeat": paired,
+        "ratio_served_over_floor": s_ratio,
+        "ratio_of_medians_served": s_median,
+        "ratio_per_repeat_served": s_paired,
         "target_ratio": 1.5,
     })
     click.echo(json.dumps({"best_cpu_ms_per_test": best, "ratio_rlvr_over_floor": ratio,
-                           "ratio_of_medians": ratio_median, "ratio_per_repeat": paired}))
+                           "ratio_of_medians": ratio_median, "ratio_per_repeat": paired,
+                           "ratio_served_over_floor": s_ratio, "ratio_of_medians_served": s_median,
+                           "ratio_per_repeat_served": s_paired}))
 
 
 if __name__ == "__main__":

@@ -234,3 +234,37 @@ def test_one_structured_log_line_per_request(caplog: pytest.LogCaptureFixture) -
     line = json.loads(JsonLogFormatter().format(recs[0]))
     assert line["endpoint"] == "/rlvr/judge" and line["status"] == 200 and line["verdict"] == "wrong_answer"
     assert line["duration_s"] >= 0 and line["queue_wait_s"] >= 0 and line["msg"] == "request"
+
+
+class BrokenJudge(SlowJudge):
+    """A fake judge whose ``judge`` raises what no exception handler of the app takes (``KeyError`` is not
+    infrastructure and ``judge_program`` would score it; a ``LookupError`` subclass raised by ``call_outputs`` is not
+    caught there)."""
+
+    def call_outputs(self, problem: Problem, solution: str) -> list[str | None]:
+        raise LookupError("boom")
+
+
+def test_gated_requests_keep_the_app_behaviour_on_the_direct_lane(caplog: pytest.LogCaptureFixture) -> None:
+    """A POST to a gated endpoint skips the router (``GatedLane``) but not what the app does around it: the request id
+    echo, metrics and the log line (``Observe``), the app's exception handlers (400 with the body's detail), a 500
+    for an exception no handler takes, and the router for every other method or path."""
+    body = {"problem": PROBLEM.model_dump(mode="json"), "solution": "GOOD"}
+    with caplog.at_level(logging.INFO, logger="rlvr.judge.server"), \
+            TestClient(create_app(BrokenJudge()), raise_server_exceptions=False) as c:
+        ok = c.post("/rlvr/judge", json=body, headers={"X-Request-ID": "rq-7"})
+        assert ok.status_code == 200 and ok.json()["verdict"] == "accepted"
+        assert ok.headers["x-request-id"] == "rq-7"
+        bad = c.post("/common_evaluate_batch", content=b"{bad", headers={"X-Request-ID": "rq-8"})
+        assert bad.status_code == 400 and "not valid JSON" in bad.json()["detail"]
+        assert bad.headers["x-request-id"] == "rq-8"
+        assert c.post("/run_code", json={"code": "x", "run_timeout": 0}).status_code == 422
+        assert c.post("/rlvr/call_outputs", json=body).status_code == 500
+        assert c.get("/rlvr/judge").status_code == 405  # not POST: the router answers
+        assert c.post("/rlvr/judge/", json=body, follow_redirects=False).status_code == 307  # the router redirects
+        m = _samples(c.get("/metrics").text)
+    assert m[("rlvr_judge_requests_total", (("endpoint", "/rlvr/call_outputs"), ("status", "500")))] == 1
+    assert m[("rlvr_judge_requests_total", (("endpoint", "/common_evaluate_batch"), ("status", "400")))] == 1
+    lines = [json.loads(JsonLogFormatter().format(r)) for r in caplog.records if r.name == "rlvr.judge.server"]
+    assert [(x["endpoint"], x["status"]) for x in lines if x.get("msg") == "request"][:4] == [
+        ("/rlvr/judge", 200), ("/common_evaluate_batch", 400), ("/run_code", 422), ("/rlvr/call_outputs", 500)]

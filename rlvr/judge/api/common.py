@@ -125,6 +125,23 @@ def _render_parts(value: Any, out: list[str]) -> None:
 SMALL = 1 << 19
 
 
+def _to_json(content: Any) -> bytes | None:
+    """``content`` rendered by pydantic-core's serializer (one call in Rust: ~10x less CPU than ``model_dump`` +
+    ``json.dumps`` for a 10-test answer), or None where that would differ from :func:`_dumps`: a string that is not
+    valid Unicode (pydantic-core refuses lone surrogates; :func:`_dumps` writes U+FFFD) or a non-finite float (written
+    as ``Infinity``/``NaN`` here, refused by :func:`_dumps`; a text holding either word falls back too, which is
+    only slower). The JSON is the same value; number spellings may differ (``0.00001`` for ``1e-05``)."""
+    from pydantic_core import PydanticSerializationError, to_json
+
+    try:
+        data = to_json(content, inf_nan_mode="constants")
+    except (PydanticSerializationError, TypeError, ValueError):
+        return None
+    if b"Infinity" in data or b"NaN" in data:
+        return None
+    return data
+
+
 def render_json(content: Any, size_hint: int | None = None) -> bytes:
     """``content`` (plain JSON values, or a pydantic model) as compact UTF-8 JSON bytes; any string that is not valid
     Unicode (a program's invalid UTF-8 output carried as surrogates) is rendered with U+FFFD. Never raises for
@@ -135,7 +152,8 @@ def render_json(content: Any, size_hint: int | None = None) -> bytes:
     (from what the caller knows: outputs' lengths, tests × report caps, the body's size); at most :data:`SMALL`, the
     answer is rendered in one call; ``None`` = unknown (rendered in pieces)."""
     if size_hint is not None and size_hint <= SMALL:
-        return _dumps(_dump(content)).encode("utf-8")
+        fast = _to_json(content)
+        return fast if fast is not None else _dumps(_dump(content)).encode("utf-8")
     parts: list[str] = []
     _render_parts(content, parts)
     return b"".join(p.encode("utf-8") for p in parts)
