@@ -300,7 +300,7 @@ def test_final_scores_are_one_file_per_dataset_so_a_phase_view_fits_a_terminal(t
     folder = tmp_path / "metrics" / "eval_baseline"
     assert sorted(p.name for p in folder.iterdir()) == ["humanevalplus-v0.1.10.json", "syn.json"]
     for name in ("syn", "humanevalplus-v0.1.10"):
-        keys = _flat_keys(json.loads((folder / f"{name}.json").read_text()))
+        keys = _leaves(json.loads((folder / f"{name}.json").read_text()))
         assert keys <= {"accepted@1", "pass@1", "pass@2", "pass_ratio_mean", *(f"ci.{m}.{b}" for m in (
             "accepted@1", "pass@1", "pass@2") for b in ("lo", "hi"))}, keys
         assert max(len(k) for k in keys) <= 16 and len(keys) <= 13
@@ -308,13 +308,6 @@ def test_final_scores_are_one_file_per_dataset_so_a_phase_view_fits_a_terminal(t
     assert set(whole) == {"syn", "humanevalplus-v0.1.10", "protocol"} and whole["protocol"]["n"] == 2
     assert whole["syn"]["dataset"]["n_problems"] == 6 and "judge_s_mean" in whole["syn"]
     assert not (tmp_path / "metrics" / "eval_baseline.json").exists()
-
-
-def _flat_keys(d: dict, prefix: str = "") -> set[str]:
-    out: set[str] = set()
-    for k, v in d.items():
-        out |= _flat_keys(v, f"{prefix}{k}.") if isinstance(v, dict) else {f"{prefix}{k}"}
-    return out
 
 
 def test_run_eval_refuses_test_set_in_tuning_stage(tmp_path):
