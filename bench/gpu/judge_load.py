@@ -2,26 +2,29 @@
 
 What it measures: verl's reward workers (``--reward-workers``, the profile's ``reward_num_workers``) each await up to
 ``--concurrency`` ``compute_score_async`` calls at once (a GRPO step's rollouts arrive together), on one node. Each
-call here judges a *reference* solution (known correct: ``judge_check`` accepted it), so every verdict other than
-``accepted`` is a false one; a ``timeout`` is a correct program killed at its time limit because the node's CPUs were
-oversubscribed. Modes (``--pool``):
+call here judges a *reference* solution (``judge_check`` accepted it); each problem judged other than ``accepted``
+under load is judged again alone afterwards, and only those whose reference is then accepted count as false
+(``false_timeouts``: a correct program killed at its time limit because the node's CPUs were oversubscribed);
+``not_accepted_alone`` lists the others (the reward path's own verdict on that reference, whatever the load).
+Modes (``--pool``):
 
 * ``node``: the node's shared judge (:class:`rlvr.judge.ray_pool.NodeJudge`: ``--judge-workers`` submissions at
-  once per node, the others queue), what the launcher sets (``verl.judge_pool: node``);
+  once per node over ``--shards`` actor processes, the others queue), what the launcher sets (``verl.judge_pool:
+  node``);
 * ``process``: each reward worker its own embedded judge (``RLVR_SANDBOX_WORKERS`` = ``--judge-workers`` sandboxes
   each; the pre-pool behaviour: reward workers × sandboxes programs at once).
 
 ``--burn K`` adds K busy-looping processes for the whole run (the trainer's own CPU load during a step: tokenisation,
 Ray, vLLM's scheduler). Run it on the GPU node, with its cores, e.g.::
 
-    python bench/gpu/judge_load.py --problems data/governance/problems/humaneval_plus.jsonl --reward-workers 8 \
+    python bench/gpu/judge_load.py --problems data/governance/problems/humanevalplus-v0.1.10.jsonl --reward-workers 8 \
         --concurrency 64 --rounds 2 --pool node --out bench/gpu/judge_load.json
     python bench/gpu/judge_load.py ... --pool process --out bench/gpu/judge_load.json    # the baseline
 
 Writes (appends under ``--label``, default ``<pool>-<reward workers>x<concurrency>``) to ``--out`` a JSON object:
 ``{label: {pool, cpus, judge_workers, reward_workers, concurrency, rounds, burn, submissions, verdicts: {verdict:
-count}, false_timeouts, false_other, wall_s, judge_s_p50/p99, pool_peak}}``; prints it too. Needs Ray, the judge
-(bubblewrap) and the problems' reference solutions.
+count}, shards, false_timeouts, false_other, not_accepted_alone, wall_s, judge_s_p50/p99, pool_peak_per_shard}}``;
+prints it too. Needs Ray, the judge (bubblewrap) and the problems' reference solutions.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=1, help="batches of --concurrency calls per reward worker")
     ap.add_argument("--judge-workers", type=int, default=0, help="node pool size / sandboxes (0 = CPU count)")
     ap.add_argument("--pool", choices=["node", "process"], default="node")
+    ap.add_argument("--shards", type=int, default=0, help="node pool: actor processes (0 = one per 8 sandboxes)")
     ap.add_argument("--burn", type=int, default=0, help="busy-looping processes alongside")
     ap.add_argument("--limit", type=int, default=0, help="use the first N problems with a solution (0 = all)")
     ap.add_argument("--out", type=Path)
@@ -74,7 +78,7 @@ def main() -> None:
         problems = problems[: args.limit]
     if not problems:
         sys.exit("judge_load: no problems with reference solutions and tests")
-    items = [(p.source, _fenced(p.solutions[0]), ground_truth(p)) for p in problems]
+    items = [(p.id, p.source, _fenced(p.solutions[0]), ground_truth(p)) for p in problems]
     cpus = os.cpu_count() or 1
     judge_workers = args.judge_workers or cpus
     env = {"PYTHONPATH": os.pathsep.join([str(ROOT), *(p for p in sys.path if p)])}
@@ -91,14 +95,17 @@ def main() -> None:
     class RewardWorker:
         """verl's RewardLoopWorker in miniature: awaits compute_score_async for a whole chunk at once."""
 
-        async def run(self, chunk: list[tuple[str, str, str]], pool: str, workers: int) -> list[dict[str, Any]]:
+        async def run(self, chunk: list[tuple[str, str, str, str]], pool: str, workers: int, shards: int
+                      ) -> list[dict[str, Any]]:
             import asyncio
 
             from rlvr.reward.verl import compute_score_async
 
-            kw = {"reward_mode": "sparse", "judge_pool": pool, "judge_pool_workers": workers}
-            outs = await asyncio.gather(*(compute_score_async(ds, sol, gt, {}, **kw) for ds, sol, gt in chunk))
-            return [{"status": o["status"], "judge_s": o["judge_s"]} for o in outs]
+            kw = {"reward_mode": "sparse", "judge_pool": pool, "judge_pool_workers": workers,
+                  "judge_pool_shards": shards}
+            outs = await asyncio.gather(*(compute_score_async(ds, sol, gt, {}, **kw) for _, ds, sol, gt in chunk))
+            return [{"id": c[0], "status": o["status"], "judge_s": o["judge_s"]}
+                    for c, o in zip(chunk, outs, strict=True)]
 
     try:
         workers = [RewardWorker.remote() for _ in range(args.reward_workers)]
@@ -110,14 +117,14 @@ def main() -> None:
             for w_i, w in enumerate(workers):
                 start = (r * len(workers) + w_i) * per
                 chunk = [items[(start + k) % len(items)] for k in range(per)]
-                refs.append(w.run.remote(chunk, args.pool, judge_workers))
+                refs.append(w.run.remote(chunk, args.pool, judge_workers, args.shards))
             results += [x for out in ray.get(refs) for x in out]
         wall = time.perf_counter() - t0
         peak = None
         if args.pool == "node":
             from rlvr.judge.ray_pool import NodeJudge
 
-            peak = NodeJudge(workers=judge_workers).stats()["peak"]
+            peak = NodeJudge(workers=judge_workers, shards=args.shards or None).stats()["peak_per_shard"]
     finally:
         stop.set()
         for b in burners:
@@ -126,14 +133,27 @@ def main() -> None:
     verdicts: dict[str, int] = {}
     for x in results:
         verdicts[x["status"]] = verdicts.get(x["status"], 0) + 1
+    # a verdict other than accepted is false (caused by the load) only if the reference is accepted when judged alone:
+    # each such problem is judged again here, one call at a time, with this process's own judge
+    from rlvr.reward.verl import compute_score
+
+    by_id = {it[0]: it for it in items}
+    off_ids = sorted({x["id"] for x in results if x["status"] != "accepted"})
+    calm = {i: compute_score(by_id[i][1], by_id[i][2], by_id[i][3], {}, reward_mode="sparse")["status"]
+            for i in off_ids}
+    under_load = {i: sorted(x["status"] for x in results if x["id"] == i and x["status"] != "accepted")
+                  for i in off_ids}
+    false = [x for x in results if x["status"] != "accepted" and calm[x["id"]] == "accepted"]
     js = sorted(x["judge_s"] for x in results)
     report = {
         "pool": args.pool, "cpus": cpus, "judge_workers": judge_workers, "reward_workers": args.reward_workers,
         "concurrency": args.concurrency, "rounds": args.rounds, "burn": args.burn, "problems": len(items),
-        "submissions": len(results), "verdicts": verdicts, "false_timeouts": verdicts.get("timeout", 0),
-        "false_other": len(results) - verdicts.get("accepted", 0) - verdicts.get("timeout", 0),
+        "submissions": len(results), "verdicts": verdicts, "shards": args.shards if args.pool == "node" else None,
+        "false_timeouts": sum(x["status"] == "timeout" for x in false),
+        "false_other": sum(x["status"] != "timeout" for x in false),
+        "not_accepted_alone": {i: {"alone": calm[i], "under_load": under_load[i]} for i in off_ids},
         "wall_s": round(wall, 2), "judge_s_p50": round(statistics.median(js), 4),
-        "judge_s_p99": round(js[min(len(js) - 1, int(0.99 * len(js)))], 4), "pool_peak": peak,
+        "judge_s_p99": round(js[min(len(js) - 1, int(0.99 * len(js)))], 4), "pool_peak_per_shard": peak,
     }
     label = args.label or f"{args.pool}-{args.reward_workers}x{args.concurrency}"
     print(json.dumps({label: report}, indent=2))

@@ -60,9 +60,10 @@ AGENT_NAME = "rlvr_tool_agent"
 """The rows' ``agent_name``: :class:`FinalAnswerAgentLoop`."""
 
 
-def _judge(pool: str = "process") -> Any:
-    """The tools' judge in this rollout worker: the node's shared judge (:class:`rlvr.judge.ray_pool.NodeJudge`, the
-    one verl's reward workers use) when ``pool`` is ``node``, inside Ray and without ``RLVR_SANDBOX_URL``; else
+def _judge(pool: str = "process", workers: int = 0, shards: int = 0) -> Any:
+    """The tools' judge in this rollout worker: the node's shared judge (:class:`rlvr.judge.ray_pool.NodeJudge` of
+    ``workers`` sandboxes over ``shards`` actors, 0 = automatic: the same actors verl's reward workers use, given the
+    same two numbers) when ``pool`` is ``node``, inside Ray and without ``RLVR_SANDBOX_URL``; else
     :func:`rlvr.judge.client.get_judge`. Made once per process."""
     global _JUDGE
     if _JUDGE is None:
@@ -78,7 +79,7 @@ def _judge(pool: str = "process") -> Any:
             if ray is not None and ray.is_initialized():
                 from rlvr.judge.ray_pool import NodeJudge
 
-                judge = NodeJudge()
+                judge = NodeJudge(workers=workers or None, shards=shards or None)
         _JUDGE = judge if judge is not None else get_judge()
     return _JUDGE
 
@@ -159,6 +160,7 @@ class RunTestsTool(BaseTool):
         self.env_cfg = _env_cfg(config)
         self.turn_penalty = float(config.get("turn_penalty", 0.0))
         self.judge_pool = str(config.get("judge_pool", "process"))
+        self.judge_args = (int(config.get("judge_pool_workers") or 0), int(config.get("judge_pool_shards") or 0))
         self._problems: dict[str, Problem] = {}
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, ToolResponse]:
@@ -178,7 +180,7 @@ class RunTestsTool(BaseTool):
         code = str(parameters.get("code", ""))
         if not problem.tests:
             return ToolResponse(text="There are no example tests for this problem."), -self.turn_penalty, {}
-        res = await asyncio.to_thread(_judge(self.judge_pool).judge, problem, code)
+        res = await asyncio.to_thread(_judge(self.judge_pool, *self.judge_args).judge, problem, code)
         text = accepted_feedback(res.total) if res.accepted else format_feedback(problem, res, self.env_cfg)
         return ToolResponse(text=text), -self.turn_penalty, {"verdict": res.verdict, "judge_s": res.judge_s}
 
@@ -195,13 +197,15 @@ class PythonTool(BaseTool):
         super().__init__(config, tool_schema)
         self.env_cfg = _env_cfg(config)
         self.judge_pool = str(config.get("judge_pool", "process"))
+        self.judge_args = (int(config.get("judge_pool_workers") or 0), int(config.get("judge_pool_shards") or 0))
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse,
                                                                                                  float, dict]:
         """Run ``parameters['code']``; returns (output, 0.0, {verdict})."""
         c = self.env_cfg
-        run = await asyncio.to_thread(_judge(self.judge_pool).run_code, str(parameters.get("code", "")), "",
-                                      c.tool_timeout_s, c.tool_memory_mb)
+        judge = _judge(self.judge_pool, *self.judge_args)
+        run = await asyncio.to_thread(judge.run_code, str(parameters.get("code", "")), "", c.tool_timeout_s,
+                                      c.tool_memory_mb)
         text = cap_middle(f"[{run.verdict}, exit code {run.exit_code}]\nstdout:\n{run.stdout}\nstderr:\n{run.stderr}",
                     c.tool_output_chars)
         return ToolResponse(text=text), 0.0, {"verdict": run.verdict}
@@ -230,24 +234,26 @@ def tool_call_text(name: str, arguments: dict[str, str], fmt: str = "hermes") ->
     raise ValueError(f"tool_call_text: unknown tool-call format {fmt!r} (hermes, qwen3_coder)")
 
 
-def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None, judge_pool: str = "process"
-                       ) -> dict[str, Any]:
+def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None, judge_pool: str = "process",
+                       judge_pool_workers: int = 0, judge_pool_shards: int = 0) -> dict[str, Any]:
     """The verl tool-config mapping (``{"tools": [...]}``): ``run_tests`` always, ``run_python`` in interpreter mode.
     Each tool's ``config`` carries ``type: native`` plus the :class:`EnvConfig` fields it reads; ``turn_penalty``
     defaults to ``cfg.turn_penalty``; ``judge_pool`` (``verl.judge_pool``): ``node`` = the tools judge on the node's
-    shared judge, the one the reward workers use (:func:`_judge`), ``process`` = each rollout worker its own."""
+    shared judge, the one the reward workers use (:func:`_judge`; ``judge_pool_workers`` / ``judge_pool_shards`` as
+    ``verl.*``, so both reach the same actors), ``process`` = each rollout worker its own."""
     env = cfg.model_dump(mode="json")
+    pool = {"judge_pool": judge_pool, "judge_pool_workers": judge_pool_workers, "judge_pool_shards": judge_pool_shards}
     turn_penalty = cfg.turn_penalty if turn_penalty is None else turn_penalty
     tools = [{
         "class_name": f"{__name__}.RunTestsTool",
-        "config": {"type": "native", **env, "turn_penalty": turn_penalty, "judge_pool": judge_pool},
+        "config": {"type": "native", **env, "turn_penalty": turn_penalty, **pool},
         "tool_schema": _schema("run_tests", "Run a candidate solution on the example tests and get feedback.",
                                "The complete Python solution program."),
     }]
     if cfg.mode == "interpreter":
         tools.append({
             "class_name": f"{__name__}.PythonTool",
-            "config": {"type": "native", **env, "judge_pool": judge_pool},
+            "config": {"type": "native", **env, **pool},
             "tool_schema": _schema("run_python", "Run a Python program and get its output.",
                                    "The Python program to run (standard input is empty)."),
         })
@@ -255,9 +261,10 @@ def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None, judge_
 
 
 def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | None = None,
-                      judge_pool: str = "process") -> Path:
+                      judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0) -> Path:
     """Write :func:`repair_tool_config` as YAML to ``path`` atomically; returns the path."""
-    atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty, judge_pool), sort_keys=False))
+    atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty, judge_pool, judge_pool_workers,
+                                                              judge_pool_shards), sort_keys=False))
     return Path(path)
 
 
@@ -364,7 +371,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
     write_repair_parquet(train, env, train_f)
     write_repair_parquet(val or train, env, val_f)
-    tools = write_tool_config(run / "tool_config.yaml", env, judge_pool=vcfg.judge_pool)
+    tools = write_tool_config(run / "tool_config.yaml", env, judge_pool=vcfg.judge_pool,
+                              judge_pool_workers=vcfg.judge_pool_workers, judge_pool_shards=vcfg.judge_pool_shards)
     loops = write_agent_loop_config(run / "agent_loops.yaml")
     log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"

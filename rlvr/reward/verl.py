@@ -162,7 +162,8 @@ _node_pool_checked = False
 
 def use_node_pool(kwargs: dict[str, Any]) -> bool:
     """With ``kwargs["judge_pool"] == "node"``, make this process's reward judge the node's shared judge
-    (:class:`rlvr.judge.ray_pool.NodeJudge`, ``judge_pool_workers`` concurrent submissions per node) — once per
+    (:class:`rlvr.judge.ray_pool.NodeJudge`, ``judge_pool_workers`` concurrent submissions per node over
+    ``judge_pool_shards`` actor processes) — once per
     process, and only inside Ray, when no reward judge was set already and ``RLVR_SANDBOX_URL`` is empty (a judge
     server is the shared pool then). Returns whether this call installed it."""
     global _node_pool_checked
@@ -185,7 +186,8 @@ def use_node_pool(kwargs: dict[str, Any]) -> bool:
             return False
         from rlvr.judge.ray_pool import NodeJudge
 
-        scorer.set_default_judge(NodeJudge(workers=int(kwargs.get("judge_pool_workers") or 0) or None))
+        scorer.set_default_judge(NodeJudge(workers=int(kwargs.get("judge_pool_workers") or 0) or None,
+                                           shards=int(kwargs.get("judge_pool_shards") or 0) or None))
         return True
 
 

@@ -141,7 +141,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
     params = tmp_path / "params.yaml"
     params.write_text(f"verl: {{profile: {ROOT / 'profiles' / 'qwen7b_8xh100.yaml'}, train_batch_size: 16, "
-                      "ppo_mini_batch_size: 8}\n")
+                      "ppo_mini_batch_size: 8, judge_pool_workers: 12, judge_pool_shards: 3}\n")
     cfg = RepairParams(datasets=[], turns=3, turn_penalty=0.1,
                        train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8))
     problems = generate(templates=["add"], n_tests=3)
@@ -152,6 +152,8 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     assert seen == [0]
     tools = yaml.safe_load(next(Path(m["run_dir"]).glob("tool_config.yaml")).read_text())["tools"]
     assert all(t["config"]["judge_pool"] == "node" for t in tools)  # the tools judge on the node's shared judge
+    # ... the same actors as the reward workers: the same budget and split (their names depend on the split)
+    assert all((t["config"]["judge_pool_workers"], t["config"]["judge_pool_shards"]) == (12, 3) for t in tools)
     argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
     overrides = [a for a in argv if "=" in a]
     assert "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent" in overrides

@@ -108,7 +108,7 @@ def test_verl_loads_our_reward_function_from_composed_config(tmp_path):
     fn = get_custom_reward_fn(cfg)
     assert fn.func.__name__ == "_call_with_kwargs_async"
     assert fn.args == (compute_score_async, {"reward_mode": "sparse", "mask_excluded": True, "judge_pool": "node",
-                                             "judge_pool_workers": 0})
+                                             "judge_pool_workers": 0, "judge_pool_shards": 0})
     cfg = compose("ppo_trainer", _grpo(tmp_path, verl=VerlParams(reward_function="compute_score")))
     assert get_custom_reward_fn(cfg).args[0] is compute_score
 

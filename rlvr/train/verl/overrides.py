@@ -257,6 +257,7 @@ def grpo_overrides(
         # one judge budget per node, shared by the node's reward workers (rlvr.judge.ray_pool.NodeJudge)
         ("+reward.custom_reward_function.reward_kwargs.judge_pool", verl.judge_pool),
         ("+reward.custom_reward_function.reward_kwargs.judge_pool_workers", verl.judge_pool_workers),
+        ("+reward.custom_reward_function.reward_kwargs.judge_pool_shards", verl.judge_pool_shards),
         *([("+reward.custom_reward_function.reward_kwargs.reward_shaping", dict(reward_shaping))]
           if reward_shaping is not None else []),
         *([("+reward.custom_reward_function.reward_kwargs.judge_log", str(judge_log_dir))]

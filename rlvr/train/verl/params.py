@@ -93,7 +93,8 @@ class VerlParams(Section):
             (:class:`rlvr.judge.ray_pool.NodeJudge`, a Ray actor per node; ignored when ``RLVR_SANDBOX_URL`` names a
             judge server, which is then the shared pool) or ``process`` = each reward worker its own judge.
         judge_pool_workers: the node judge's concurrent submissions (0 = ``RLVR_SANDBOX_WORKERS``, else the node's
-            CPU count).
+            CPU count). judge_pool_shards: the actor processes they are split over (0 = one per 8 sandboxes,
+            :func:`rlvr.judge.ray_pool.node_shards`): one process's host-side judging saturates one core.
         project_name: tracking project [``trainer.project_name``]; the experiment name is set per run.
         loggers: ``trainer.logger`` backends besides ``console`` and ``file`` (which are always on; ``file`` feeds
             the DVC plots), e.g. ``["wandb"]``.
@@ -119,6 +120,7 @@ class VerlParams(Section):
     reward_timeout_s: float = Field(600.0, gt=0)
     judge_pool: Literal["node", "process"] = "node"
     judge_pool_workers: int = Field(0, ge=0)
+    judge_pool_shards: int = Field(0, ge=0)
     project_name: str = "rlvr"
     loggers: list[str] = Field(default_factory=list)
     sft_train_batch_size: int = Field(64, gt=0)
