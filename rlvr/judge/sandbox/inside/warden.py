@@ -37,7 +37,8 @@ DIRS = ["/judge/inside", "/judge"]  # where bwrap binds the judge's in-sandbox c
 sys.path[:0] = DIRS
 
 # The judge's own modules, in dependency order (each only imports standard modules or earlier ones).
-OWN = ("wire", "literal", "proc", "forkloop", "seccomp", "wipe", "build", "callserver", "calls", "driver", "runner")
+OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "wipe", "build", "callserver", "calls",
+       "driver", "runner")
 
 
 def load_own():
@@ -94,7 +95,7 @@ import wipe  # noqa: E402
 for _name in (
     "re math cmath collections itertools functools heapq bisect string typing random operator copy array time "
     "datetime decimal fractions enum abc numbers contextlib atexit "
-    "runner build calls callserver driver wire literal"
+    "runner build calls callserver driver wire literal_scan literal"
 ).split():
     try:
         __import__(_name)
