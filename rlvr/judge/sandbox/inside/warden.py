@@ -136,8 +136,33 @@ def cpu_seconds():
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def reset_signals():
+    """Give the sandbox the signal state of a ``python3`` started from an interactive shell, whatever the host's was.
+
+    Ignored signals and the blocked mask survive ``exec``, so bwrap hands the warden, and through ``fork`` every
+    runner and program, whatever the judge's host process inherited: a process started as a background job of a
+    non-interactive shell (``cmd &``: a script, a CI job, an agent) has SIGINT and SIGQUIT ignored, one under
+    ``nohup`` SIGHUP, and a ``python3`` that starts with SIGINT ignored installs no ``KeyboardInterrupt`` handler. A
+    program's behaviour then depended on how the judge was started (``os.kill(os.getpid(), signal.SIGINT)`` did
+    nothing instead of raising ``KeyboardInterrupt``), and so did the runner's: the ``KeyboardInterrupt`` a
+    submission sends it was never raised, so never reported. Here: nothing blocked; SIGINT raises
+    ``KeyboardInterrupt`` (Python's own handler, as when it starts with SIGINT at its default); every other signal at
+    its default, but SIGPIPE and SIGXFSZ, which the interpreter ignores itself (a write past RLIMIT_FSIZE fails with
+    ``EFBIG``)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    keep = {signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT}
+    for sig in signal.valid_signals():
+        if sig not in keep and signal.getsignal(sig) == signal.SIG_IGN:
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):  # pragma: no cover - a signal the C library reserves
+                pass
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
+    reset_signals()
     ctl = _socket.socket(fileno=int(sys.argv[1]))
     loaded = "--forkloop" in sys.argv[2:] and forkloop.load()
     LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
