@@ -145,3 +145,12 @@ def test_judge_falls_back_to_the_bundled_loader(tmp_path: Path, fake: FakeJudge)
     assert row["problem_id"] == "humaneval/HumanEval/0"
     p, code = fake.items[0]
     assert code == p.starter_code + "    return a + b\n" and "has_close_elements" in code
+
+
+def test_rlvr_judge_lives_in_cli_judge_and_stays_importable_from_cli() -> None:
+    import rlvr.cli
+    from rlvr.cli_judge import judge_cmd
+
+    assert rlvr.cli.judge_cmd is judge_cmd and main.get_command(None, "judge") is judge_cmd
+    with pytest.raises(AttributeError):
+        rlvr.cli.no_such_name  # noqa: B018

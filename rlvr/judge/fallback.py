@@ -57,7 +57,16 @@ def _cut(text: str | None, n: int, tail: bool = False) -> str:
     return text[-n:] if tail else text[:n]
 
 
-_LITERAL_SRC = (Path(__file__).with_name("literal.py")).read_text(encoding="utf-8")
+def _module_src(name: str) -> str:
+    """Program text that runs this package's ``<name>.py`` as the top-level module ``name`` (put in ``sys.modules``),
+    as the sandbox's ``/judge`` import path holds it: how the driver program gets :mod:`rlvr.judge.literal_scan`,
+    which ``literal.py`` imports by that name outside the package."""
+    src = Path(__file__).with_name(f"{name}.py").read_text(encoding="utf-8")
+    return (f"import sys as _lsys, types as _ltypes\n_lmod = _ltypes.ModuleType({name!r})\n"
+            f"exec(compile({src!r}, {name + '.py'!r}, 'exec'), _lmod.__dict__)\n_lsys.modules[{name!r}] = _lmod\n")
+
+
+_LITERAL_SRC = _module_src("literal_scan") + Path(__file__).with_name("literal.py").read_text(encoding="utf-8")
 
 _DRIVER = '''
 import os as _os, sys as _sys, traceback as _tb

@@ -17,23 +17,31 @@ characters of input, ``max_depth`` nesting levels, ``max_int_digits`` digits per
 ``max_long_digits`` digits in all over the integers longer than :data:`LONG_INT_DIGITS`, and at most ``max_items``
 values (scalars and containers) in all. Violations raise ``ValueError``.
 
-Plain values (``objects=None``, the host's case) are read by a linear scanner (``_Scanner``): one regular-expression
-token stream (possessive, unambiguous token patterns: matching never backtracks beyond a token) and a recursive
-descent that builds the values directly, so the work is linear in the text and the memory is that of the value it
-returns (at most ~40 bytes per character, ``set()`` being the densest) plus the text, never an AST (``compile`` costs
-~500 bytes per character: a tuple of a million zeros took a gigabyte and 17 s). It reads ``repr``'s output and
-Python's other literal spellings (hex/octal/binary and ``_`` in numbers, string prefixes, triple quotes, implicit
-string concatenation, comments); text it does not read falls back to the AST only when it is at most
+Plain values (``objects=None``, the host's case) are read by a linear scanner (:mod:`rlvr.judge.literal_scan`: one
+regular-expression token stream and a recursive descent that builds the values directly), so the work is linear in
+the text and the memory is that of the value it returns plus the text, never an AST (``compile`` costs ~500 bytes per
+character: a tuple of a million zeros took a gigabyte and 17 s); lists of numbers go through ``json`` first (~20x
+faster, the same values). Text the scanner does not read falls back to the AST only when it is at most
 ``ast_fallback_chars`` characters long. With ``objects`` (the wire forms, parsed inside the sandboxes only, within
 the sandbox's own limits) the AST path is used.
+
+The scanner is a second file for the sandbox too: bwrap binds it read-only beside this one
+(``/judge/literal_scan.py``), where both are top-level modules (no ``__package__``); :mod:`rlvr.judge.fallback`'s
+driver program defines the module ``literal_scan`` before this file's text, as the sandbox's import path would.
 """
 
 import _ast
-import _codecs
 import builtins
 import json
 import re
 import sys
+
+# rlvr.judge.literal on the host; in the sandbox (and the fallback's driver program) literal.py and literal_scan.py
+# are top-level modules
+if __package__:
+    from rlvr.judge.literal_scan import Unsupported, scan
+else:  # in the sandbox
+    from literal_scan import Unsupported, scan
 
 if hasattr(sys, "set_int_max_str_digits"):
     # Call-test values may be integers with more than 4,300 digits (HumanEval/139); this is the whole process's
@@ -145,236 +153,6 @@ def _eval(node, ctx, depth):
     raise ValueError(f"not a literal: {type(node).__name__}")
 
 
-_SQ3, _DQ3 = "'" * 3, '"' * 3
-_TOKENS_SRC = (
-    r"(?P<ws>(?:[ \t\n\r\f\v]++|\\\r?\n|#[^\n]*+)++)"
-    r"|(?P<num>(?:0[xX](?:_?[0-9a-fA-F])++|0[oO](?:_?[0-7])++|0[bB](?:_?[01])++"
-    r"|(?:[0-9](?:_?[0-9])*+(?:\.(?:[0-9](?:_?[0-9])*+)?+)?+|\.[0-9](?:_?[0-9])*+)(?:[eE][+-]?+[0-9](?:_?[0-9])*+)?+"
-    r"[jJ]?+)(?![0-9A-Za-z_.]))"
-    r"|(?P<str>(?P<pre>[rRbBuU]{0,2}+)(?:" + _SQ3 + r"(?:[^'\\]|\\.|'(?!''))*+" + _SQ3
-    + "|" + _DQ3 + r'(?:[^"\\]|\\.|"(?!""))*+' + _DQ3
-    + r"""|'(?:[^'\\\n]|\\.)*+'|"(?:[^"\\\n]|\\.)*+"))"""
-    r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*+)"
-    r"|(?P<p>[\[\](){},:+-])"
-    r"|(?P<bad>.)"
-)
-_TOKENS = None  # compiled on first use: the sandbox's warden imports this module but never scans (wire forms use the
-# AST), and every compiled pattern it holds is copied by each fork
-_PREFIXES = frozenset({"", "r", "u", "b", "br", "rb"})
-_NAMES = {"True": True, "False": False, "None": None, "inf": float("inf"), "nan": float("nan"),
-          "infj": complex(0, float("inf")), "nanj": complex(0, float("nan"))}
-_NUMERIC = (int, float, complex)
-_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}\n]*+\}|[0-7]{1,3}|.)", re.S)
-
-
-def _unescape(m):
-    """One backslash escape of a str literal, decoded (a backslash before a non-ASCII character stays, as in Python)."""
-    e = m.group()
-    return e if not e.isascii() else _codecs.unicode_escape_decode(e.encode("ascii"))[0]
-
-
-class _Unsupported(ValueError):
-    """Text the scanner does not read (it may still be a literal: the AST fallback decides, for short texts)."""
-
-
-class _Scanner:
-    """Recursive descent over ``_TOKENS`` (see the module docstring). Raises ``ValueError`` (a bound or a
-    non-literal) or :class:`_Unsupported`."""
-
-    __slots__ = ("it", "items", "kind", "long_left", "max_int_digits", "max_items", "val")
-
-    def __init__(self, text, max_int_digits, max_long_digits, max_items):
-        global _TOKENS
-        if _TOKENS is None:
-            _TOKENS = re.compile(_TOKENS_SRC, re.S)
-        self.it = _TOKENS.finditer(text)
-        self.max_int_digits, self.long_left, self.max_items, self.items = max_int_digits, max_long_digits, max_items, 0
-        self.advance()
-
-    def advance(self):
-        for m in self.it:
-            kind = m.lastgroup
-            if kind == "ws":
-                continue
-            if kind == "bad":
-                raise _Unsupported(f"stray character {m.group()!r}")
-            self.kind, self.val = (kind, m) if kind in ("num", "str") else (kind, m.group())
-            return
-        self.kind, self.val = "end", ""
-
-    def at(self, p):
-        return self.kind == "p" and self.val == p
-
-    def expect(self, p):
-        if not self.at(p):
-            raise _Unsupported(f"missing {p!r}")
-        self.advance()
-
-    def number(self, m):
-        tok = m.group().replace("_", "")
-        if tok[-1] in "jJ":
-            return complex(0, float(tok[:-1]))
-        if tok[:2].lower() in ("0x", "0o", "0b"):
-            digits = len(tok) - 2
-        elif "." in tok or "e" in tok or "E" in tok:
-            return float(tok)
-        else:
-            digits = len(tok)
-            if digits > 1 and tok[0] == "0" and tok.strip("0"):
-                raise ValueError("not a literal: leading zeros in a decimal integer")
-        if digits > self.max_int_digits:
-            raise ValueError(f"literal holds a number of more than {self.max_int_digits} digits")
-        if digits > LONG_INT_DIGITS:
-            self.long_left -= digits
-            if self.long_left < 0:
-                raise ValueError("literal holds more long-integer digits than allowed")
-        return int(tok, 0)
-
-    def string(self):
-        parts, is_bytes = [], None
-        while self.kind == "str":
-            m = self.val
-            pre = m.group("pre").lower()
-            if pre not in _PREFIXES:
-                raise _Unsupported(f"string prefix {pre!r}")
-            b = "b" in pre
-            if is_bytes is not None and b != is_bytes:
-                raise ValueError("not a literal: bytes and str concatenated")
-            is_bytes = b
-            raw = m.group()[len(pre):]
-            q = 3 if len(raw) >= 6 and raw[:3] in (_SQ3, _DQ3) else 1
-            body = raw[q:-q]
-            if b and not body.isascii():
-                raise ValueError("not a literal: non-ASCII character in bytes")
-            if "\\" in body and "r" not in pre:
-                if b:
-                    body = _codecs.escape_decode(body.encode("ascii"))[0]
-                elif body.isascii():
-                    body = _codecs.unicode_escape_decode(body.encode("ascii"))[0]
-                else:  # escapes one by one: unicode_escape would read the other characters as Latin-1 bytes
-                    body = _ESCAPE.sub(_unescape, body)
-            elif b:
-                body = body.encode("ascii")
-            parts.append(body)
-            self.advance()
-        return (b"" if is_bytes else "").join(parts)
-
-    def seq(self, close, depth):
-        out = []
-        while not self.at(close):
-            out.append(self.value(depth))
-            if self.at(","):
-                self.advance()
-            elif not self.at(close):
-                raise _Unsupported(f"missing ',' or {close!r}")
-        self.advance()
-        return out
-
-    def atom(self, depth):
-        kind, val = self.kind, self.val
-        if kind == "num":
-            self.advance()
-            return self.number(val)
-        if kind == "str":
-            return self.string()
-        if kind == "name":
-            self.advance()
-            if self.at("("):
-                if val not in ("set", "frozenset"):
-                    raise ValueError(f"not a literal: call of {val}")
-                self.advance()
-                args = self.seq(")", depth)
-                if len(args) > 1:
-                    raise ValueError(f"not a literal: call of {val}")
-                items = args[0] if args else ()
-                return set(items) if val == "set" else frozenset(items)
-            if val in _NAMES:
-                return _NAMES[val]
-            raise ValueError(f"not a literal: Name {val}")
-        if kind != "p":
-            raise _Unsupported("the text ends too early")
-        self.advance()
-        if val == "[":
-            return self.seq("]", depth)
-        if val == "(":
-            if self.at(")"):
-                self.advance()
-                return ()
-            first = self.value(depth)
-            if self.at(")"):  # a parenthesised value, not a tuple
-                self.advance()
-                self.items -= 1
-                return first
-            self.expect(",")
-            return tuple([first, *self.seq(")", depth)])
-        if val == "{":
-            if self.at("}"):
-                self.advance()
-                return {}
-            first = self.value(depth)
-            if self.at(":"):
-                self.advance()
-                out = {first: self.value(depth)}
-                while self.at(","):
-                    self.advance()
-                    if self.at("}"):
-                        break
-                    k = self.value(depth)
-                    self.expect(":")
-                    out[k] = self.value(depth)
-                self.expect("}")
-                return out
-            if self.at(","):
-                self.advance()
-                return {first, *self.seq("}", depth)}
-            self.expect("}")
-            return {first}
-        raise _Unsupported(f"stray {val!r}")
-
-    def unary(self, depth):
-        if self.at("-") or self.at("+"):
-            op = self.val
-            self.advance()
-            if depth > MAX_DEPTH:
-                raise ValueError(f"literal nested deeper than {MAX_DEPTH} levels")
-            v = self.unary(depth + 1)
-            if type(v) not in _NUMERIC:
-                raise ValueError("not a literal: UnaryOp")
-            return -v if op == "-" else +v
-        return self.atom(depth)
-
-    def value(self, depth):
-        depth += 1
-        if depth > MAX_DEPTH:
-            raise ValueError(f"literal nested deeper than {MAX_DEPTH} levels")
-        self.items += 1
-        if self.items > self.max_items:
-            raise ValueError(f"literal holds more than {self.max_items} values")
-        v = self.unary(depth)
-        if self.at("+") or self.at("-"):
-            op = self.val
-            self.advance()
-            w = self.unary(depth)
-            if type(v) not in (int, float) or type(w) is not complex:
-                raise ValueError("not a literal: BinOp")
-            v = v + w if op == "+" else v - w
-            if self.at("+") or self.at("-"):
-                raise ValueError("not a literal: BinOp")
-        return v
-
-
-def _scan(text, max_int_digits, max_long_digits, max_items):
-    """The plain value ``text`` is a literal of, by :class:`_Scanner`. Raises ``ValueError``/:class:`_Unsupported`."""
-    sc = _Scanner(text, max_int_digits, max_long_digits, max_items)
-    try:
-        v = sc.value(0)
-    except TypeError as exc:  # an unhashable set element or dict key
-        raise ValueError(f"not a literal: {exc}") from exc
-    if sc.kind != "end":
-        raise _Unsupported("text after the value")
-    return v
-
-
 def parse_literal(text, objects=None, handles=None, max_chars=MAX_CHARS, max_int_digits=MAX_INT_DIGITS,
                   max_long_digits=None, max_items=None, ast_fallback_chars=AST_FALLBACK_CHARS):
     """Parse ``text`` (str) into the Python value it is the ``repr`` of.
@@ -425,8 +203,8 @@ def _parse_plain(text, max_int_digits, max_long_digits, max_items, ast_fallback_
             if _depth(value) <= MAX_DEPTH:
                 return value
     try:
-        return _scan(text, max_int_digits, max_long_digits, max_items)
-    except _Unsupported as exc:
+        return scan(text, max_int_digits, max_long_digits, max_items, MAX_DEPTH, LONG_INT_DIGITS)
+    except Unsupported as exc:
         if len(text) > ast_fallback_chars:
             raise ValueError(f"not a literal the bounded parser reads ({exc})") from None
     except RecursionError as exc:

@@ -1,9 +1,9 @@
 """The report: one self-contained HTML page (``reports/index.html``) from the pipeline's metrics files.
 
 Sections Final evaluation, Quality, Repair, Cost, Stability and Data (:mod:`rlvr.report.build`); files read by
-:mod:`rlvr.report.collect`; charts drawn with matplotlib (:mod:`rlvr.report.charts`) and inlined as SVG data URIs;
-HTML by Jinja2 (:mod:`rlvr.report.render`). Never depends on WandB (``rlvr wandb-sync`` in
-:mod:`rlvr.report.wandb_sync` only uploads the offline runs).
+:mod:`rlvr.report.collect` (their formats: :mod:`rlvr.report.formats`); charts drawn with matplotlib
+(:mod:`rlvr.report.charts`) and inlined as SVG data URIs; HTML by Jinja2 (:mod:`rlvr.report.render`). Never depends
+on WandB (``rlvr wandb-sync`` in :mod:`rlvr.report.wandb_sync` only uploads the offline runs).
 
     python stages/report.py        # params.yaml section ``report``
 """

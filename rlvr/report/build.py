@@ -20,7 +20,8 @@ from typing import Any
 from rlvr.eval.stats import seed_summary
 from rlvr.io import atomic_write_text
 from rlvr.report import charts
-from rlvr.report.collect import Collected, Curve, Phase, TrainingRun, collect, flatten
+from rlvr.report.collect import Collected, Curve, Phase, TrainingRun, collect
+from rlvr.report.formats import flatten
 from rlvr.report.params import ReportParams
 from rlvr.report.quality import final_section, quality_section, repair_section
 from rlvr.report.render import Num, chart, fmt, pre, render_page, table, text

@@ -28,22 +28,23 @@ cost and provenance parts are ``metrics/cost/<rel>.json`` and ``metrics/provenan
 whole (:func:`rlvr.io.read_metrics` merges the three parts), so the sections below see one dict per report, and a
 report with no scores (governance) is found by its other parts.
 
+Parsing one file (JSON, the TSVs, flattened keys) is :mod:`rlvr.report.formats`; its readers stay importable
+from here.
+
 Seeds: a name or path part matching ``seed[-_]?<n>`` (``eval_grpo_seed1.json``, ``metrics/grpo/seed-2/train.tsv``,
 ``grpo@1``-style ``_<n>`` suffixes are *not* guessed) gives the seed; the phase/stage is the name without it.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rlvr.io import layout_paths, metric_names, read_metrics, read_metrics_folder
+from rlvr.report.formats import align_columns, flatten, read_json, read_tsv
 from rlvr.report.summary import read_summary
 
 __all__ = [
@@ -77,53 +78,6 @@ def split_seed(name: str) -> tuple[str, int | None]:
     return base, int(m.group(1))
 
 
-def read_json(path: Path) -> Any:
-    """Parse a JSON file. Raises ``ValueError`` naming the file (and line/column) when it is not valid JSON."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from exc
-
-
-def read_tsv(path: Path) -> dict[str, list[float]]:
-    """A DVC-plots TSV as ``{column: values}`` (floats; empty or non-numeric cells → NaN), rows sorted by ``step``.
-
-    Raises ``ValueError`` naming the file and line when the header is missing, has no ``step`` column, or a row has
-    more cells than the header."""
-    with path.open(encoding="utf-8", newline="") as fh:
-        rows = list(csv.reader(fh, delimiter="\t"))
-    if not rows or not rows[0]:
-        raise ValueError(f"{path}: empty TSV (no header line)")
-    header = rows[0]
-    if "step" not in header:
-        raise ValueError(f"{path}: line 1: no 'step' column in header {header}")
-    cols: dict[str, list[float]] = {h: [] for h in header}
-    for lineno, row in enumerate(rows[1:], 2):
-        if not row:
-            continue
-        if len(row) > len(header):
-            raise ValueError(f"{path}: line {lineno}: {len(row)} cells but {len(header)} columns")
-        for i, h in enumerate(header):
-            cell = row[i].strip() if i < len(row) else ""
-            try:
-                cols[h].append(float(cell) if cell else math.nan)
-            except ValueError:
-                cols[h].append(math.nan)
-    order = sorted(range(len(cols["step"])), key=lambda i: cols["step"][i])
-    return {h: [v[i] for i in order] for h, v in cols.items()}
-
-
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts → ``{"a.b.c": scalar}`` (lists are kept as values; DVC's metric key style)."""
-    out: dict[str, Any] = {}
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            out.update(flatten(v, f"{prefix}{k}."))
-    else:
-        out[prefix[:-1]] = obj
-    return out
-
-
 @dataclass
 class Phase:
     """One evaluated model: ``name`` (``baseline``, ``sft``, ``grpo_seed1``), ``base`` (``grpo``), ``seed``;
@@ -141,9 +95,10 @@ class Phase:
 @dataclass
 class Curve:
     """One training-curve TSV: ``stage`` (``grpo``), ``seed``, ``name`` (file path under the stage folder without
-    the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`read_tsv`); ``cost``: the timing columns of its
-    cost mirror (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`; e.g. ``judge_step_s`` seconds), aligned
-    with ``columns["step"]`` (NaN where a step is missing), empty without a mirror."""
+    the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`rlvr.report.formats.read_tsv`); ``cost``: the
+    timing columns of its cost mirror (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`; e.g.
+    ``judge_step_s`` seconds), aligned with ``columns["step"]`` (NaN where a step is missing), empty without a
+    mirror."""
 
     stage: str
     seed: int | None
@@ -287,7 +242,7 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
             cost_tsv = layout_paths(tsv)[1]
             try:
                 cols = read_tsv(tsv)
-                cost = _aligned(read_tsv(cost_tsv), cols["step"]) if cost_tsv.is_file() else {}
+                cost = align_columns(read_tsv(cost_tsv), cols["step"]) if cost_tsv.is_file() else {}
             except (OSError, ValueError) as exc:
                 out.problems[str(tsv)] = str(exc)
                 continue
@@ -327,12 +282,6 @@ def repair_report(data: Any) -> Any:
     if not isinstance(ev, dict) or not isinstance(ev.get("after"), dict):
         return data
     return {**ev["after"], **({"before": ev["before"]} if isinstance(ev.get("before"), dict) else {})}
-
-
-def _aligned(cols: dict[str, list[float]], steps: list[float]) -> dict[str, list[float]]:
-    """The columns of ``cols`` (but ``step``) re-ordered to ``steps`` by their ``step`` value (NaN where absent)."""
-    index = {s: i for i, s in enumerate(cols["step"])}
-    return {h: [v[index[s]] if s in index else math.nan for s in steps] for h, v in cols.items() if h != "step"}
 
 
 def _phase_folders(final_dir: Path) -> list[Path]:

@@ -17,7 +17,8 @@ from typing import Any
 from rlvr.eval.stats import bootstrap_counts_ci, paired_flips, per_task_metric_cis, seed_summary
 from rlvr.judge.verdict import VERDICTS
 from rlvr.report import charts
-from rlvr.report.collect import Collected, Phase, flatten
+from rlvr.report.collect import Collected, Phase
+from rlvr.report.formats import flatten
 from rlvr.report.params import ReportParams
 from rlvr.report.render import Num, chart, fmt, table, text
 

@@ -106,9 +106,12 @@ def test_killing_the_runner_is_the_programs_failure_and_the_next_submission_is_f
 
 
 def test_the_warden_cannot_be_killed(secret_judge):
+    # SIGINT: python3 installs a handler for it at start, and PID 1 is signalled for the signals it handles; the
+    # warden drops it (warden.reset_signals), the runner has it (the KeyboardInterrupt of test_judge_submit.py).
+    # The sleep: a warden that dies takes the program with it, but only once its handler has run
     judge, _ = secret_judge
-    code = ("import os, signal\nfor s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM):\n    os.kill(1, s)\n"
-            "print('OK')")
+    code = ("import os, signal, time\nfor s in (signal.SIGKILL, signal.SIGSTOP, signal.SIGTERM, signal.SIGINT,"
+            " signal.SIGHUP, signal.SIGQUIT):\n    os.kill(1, s)\ntime.sleep(0.5)\nprint('OK')")
     assert judge.judge(stdio(), code).verdict == "accepted"
     assert judge.judge(stdio(), "print('OK')").verdict == "accepted"
 

@@ -4,7 +4,12 @@ are kept and the tests after it still run; large records never break the frame c
 
 from __future__ import annotations
 
+import signal
+
+import pytest
+
 from rlvr.data.schema import Problem
+from rlvr.judge import Judge
 from rlvr.judge.sandbox.host import FRAME_CAP
 
 # the runner is killed by the submission itself during the test whose input is "kill" / 99
@@ -136,3 +141,33 @@ def test_a_runner_exception_costs_only_that_test_and_is_logged(judge, caplog):
         res = judge.judge(stdio_problem(["1", "int", "3", "4"]), INTERRUPT_STDIO)
     assert verdicts(res) == ["accepted", "runtime_error", "accepted", "accepted"]
     assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)
+
+
+@pytest.fixture
+def judge_started_ignoring_sigint():
+    """A fresh one-worker judge started while this process ignores SIGINT, SIGQUIT and SIGHUP, as a judge started as
+    a background job of a non-interactive shell (``pytest … &``) or under ``nohup`` does: ignored dispositions
+    survive ``exec``, so its sandboxes inherit them. The host's handlers are restored once its sandboxes started."""
+    sigs = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+    before = {s: signal.signal(s, signal.SIG_IGN) for s in sigs}
+    try:
+        j = Judge(workers=1)
+        j.run_code("pass")  # starts the sandbox now, under the ignored signals
+    finally:
+        for s, h in before.items():
+            signal.signal(s, h)
+    yield j
+    j.close()
+
+
+def test_the_sandbox_signal_state_does_not_depend_on_how_the_host_was_started(judge_started_ignoring_sigint, caplog):
+    # both parametrisations of the runner exception test failed whenever the suite ran as a background job: the
+    # sandbox inherited SIGINT ignored, the runner never raised the KeyboardInterrupt, nothing was logged
+    code = ("import signal\nprint(signal.getsignal(signal.SIGINT) is signal.default_int_handler,"
+            " signal.getsignal(signal.SIGQUIT).name, signal.getsignal(signal.SIGHUP).name)\n")
+    assert judge_started_ignoring_sigint.run_code(code).stdout == "True SIG_DFL SIG_DFL\n"
+    with caplog.at_level("WARNING", logger="rlvr.judge.submit"):
+        res = judge_started_ignoring_sigint.judge(stdio_problem(["1", "int", "3", "4"]), INTERRUPT_STDIO)
+    assert verdicts(res) == ["accepted", "runtime_error", "accepted", "accepted"]
+    assert any("KeyboardInterrupt" in r.getMessage() for r in caplog.records)
+

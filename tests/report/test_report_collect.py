@@ -1,16 +1,16 @@
-"""Reading metrics files generically (rlvr.report.collect) and the wandb-sync command."""
+"""Reading metrics files generically (rlvr.report.collect; one file's format: test_report_formats.py) and the wandb-sync
+command."""
 
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from rlvr.report.collect import collect, flatten, read_tsv, split_seed
+from rlvr.report.collect import collect, split_seed
 from rlvr.report.wandb_sync import find_runs, sync_command
 from rlvr.report.wandb_sync import main as wandb_sync
 
@@ -21,28 +21,6 @@ from rlvr.report.wandb_sync import main as wandb_sync
 ])
 def test_split_seed(name, expected):
     assert split_seed(name) == expected
-
-
-def test_read_tsv_sorts_and_parses(tmp_path):
-    p = tmp_path / "c.tsv"
-    p.write_text("step\treward_mean\tkl\n2\t0.5\t\n1\t0.25\tx\n")
-    cols = read_tsv(p)
-    assert cols["step"] == [1.0, 2.0] and cols["reward_mean"] == [0.25, 0.5]
-    assert all(math.isnan(v) for v in cols["kl"])
-
-
-@pytest.mark.parametrize("content, match", [("", "empty TSV"), ("loss\n1\n", "line 1: no 'step'"),
-                                            ("step\tx\n1\t2\t3\n", "line 2: 3 cells")])
-def test_read_tsv_errors_name_file_and_line(tmp_path, content, match):
-    p = tmp_path / "bad.tsv"
-    p.write_text(content)
-    with pytest.raises(ValueError, match=match) as ei:
-        read_tsv(p)
-    assert "bad.tsv" in str(ei.value)
-
-
-def test_flatten():
-    assert flatten({"a": {"b": 1, "c": {"d": [1, 2]}}, "e": None}) == {"a.b": 1, "a.c.d": [1, 2], "e": None}
 
 
 def test_collect_full_tree(full_tree):

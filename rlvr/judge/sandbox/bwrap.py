@@ -22,10 +22,11 @@ from pathlib import Path
 from rlvr.config import RuntimeSettings
 from rlvr.judge.languages import LANGUAGES
 
-__all__ = ["INSIDE", "LITERAL", "SandboxError", "argv", "bwrap_path", "sandbox_python"]
+__all__ = ["INSIDE", "LITERAL", "LITERAL_SCAN", "SandboxError", "argv", "bwrap_path", "sandbox_python"]
 
 INSIDE = Path(__file__).with_name("inside")
 LITERAL = Path(__file__).parent.parent / "literal.py"
+LITERAL_SCAN = LITERAL.with_name("literal_scan.py")  # literal.py's scanner, imported there as a top-level module
 SANDBOX_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
                "PYTHONHASHSEED": "0"}
 
@@ -74,7 +75,8 @@ def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False) -> list[str]:
     prefix = str(Path(os.path.realpath(python)).parent.parent)
     if not prefix.startswith("/usr"):
         out += ["--ro-bind", prefix, prefix]
-    out += ["--ro-bind", str(INSIDE), "/judge/inside", "--ro-bind", str(LITERAL), "/judge/literal.py"]
+    out += ["--ro-bind", str(INSIDE), "/judge/inside", "--ro-bind", str(LITERAL), "/judge/literal.py",
+            "--ro-bind", str(LITERAL_SCAN), "/judge/literal_scan.py"]
     # Debian resolves shared libraries (BLAS for numpy) and toolchains through /etc/alternatives symlinks
     binds = {"/etc/alternatives", "/etc/ld.so.cache"} | {b for lang in LANGUAGES.values() for b in lang.extra_binds}
     for extra in sorted(binds):

@@ -21,6 +21,7 @@ Ops (request ``op``):
 Records: see :mod:`proc` and :mod:`calls`.
 """
 
+import _signal
 import atexit
 import binascii
 import builtins
@@ -306,6 +307,8 @@ def handle_run(req, send, base_vm):
 
 def main(rid, req_fd, resp_fd, base_vm):
     """Serve one submission on (req_fd, resp_fd); every response frame carries ``rid``. Never returns."""
+    # a plain interpreter's KeyboardInterrupt, for the runner and the programs it forks (the warden has no handler)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     proc.PRIVATE_FDS[:] = [req_fd, resp_fd]
     try:  # /tmp is there (bwrap's tmpfs); os.makedirs' Python code would copy ~20 more pages of this fresh process
         os.mkdir(proc.WORKDIR)

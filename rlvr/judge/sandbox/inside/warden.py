@@ -3,8 +3,8 @@
 Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It preloads the modules
 programs use, makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/1/mem``, no ptrace attach) and
 installs the seccomp filter of :mod:`seccomp` on itself, so every later process of the sandbox inherits it. As PID 1
-it cannot be signalled by any process of its namespace (the kernel drops signals to an init without a handler), so
-a submission can kill its runner but never the warden.
+it cannot be signalled by any process of its namespace (the kernel drops signals to an init without a handler; it
+installs none, SIGINT's included: :func:`reset_signals`), so a submission can kill its runner but never the warden.
 
 Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the host. Messages (JSON):
   ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool}`` (``forkloop``: the
@@ -37,7 +37,8 @@ DIRS = ["/judge/inside", "/judge"]  # where bwrap binds the judge's in-sandbox c
 sys.path[:0] = DIRS
 
 # The judge's own modules, in dependency order (each only imports standard modules or earlier ones).
-OWN = ("wire", "literal", "proc", "forkloop", "seccomp", "wipe", "build", "callserver", "calls", "driver", "runner")
+OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "wipe", "build", "callserver", "calls",
+       "driver", "runner")
 
 
 def load_own():
@@ -94,7 +95,7 @@ import wipe  # noqa: E402
 for _name in (
     "re math cmath collections itertools functools heapq bisect string typing random operator copy array time "
     "datetime decimal fractions enum abc numbers contextlib atexit "
-    "runner build calls callserver driver wire literal"
+    "runner build calls callserver driver wire literal_scan literal"
 ).split():
     try:
         __import__(_name)
@@ -135,8 +136,34 @@ def cpu_seconds():
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def reset_signals():
+    """Give the sandbox a signal state that does not depend on the one the judge's host process inherited.
+
+    Ignored signals and the blocked mask survive ``exec``, so bwrap hands the warden, and through ``fork`` every
+    runner and program, whatever the judge's host process inherited: a process started as a background job of a
+    non-interactive shell (``cmd &``: a script, a CI job, an agent) has SIGINT and SIGQUIT ignored, one under
+    ``nohup`` SIGHUP, and a ``python3`` that starts with SIGINT ignored installs no ``KeyboardInterrupt`` handler. A
+    program's behaviour then depended on how the judge was started (``os.kill(os.getpid(), signal.SIGINT)`` did
+    nothing instead of raising ``KeyboardInterrupt``), and so did the runner's: the ``KeyboardInterrupt`` a
+    submission sends it was never raised, so never reported. Here: nothing blocked; every signal at its default, but
+    SIGPIPE and SIGXFSZ, which the interpreter ignores itself (a write past RLIMIT_FSIZE fails with ``EFBIG``).
+    SIGINT too: the handler Python installs at start would be the warden's one handler, and PID 1 can be signalled
+    from its namespace exactly for the signals it handles (a submission's ``os.kill(1, signal.SIGINT)`` ended the
+    sandbox); the runner installs Python's ``KeyboardInterrupt`` handler for itself and the programs
+    (:func:`runner.main`)."""
+    signal.pthread_sigmask(signal.SIG_SETMASK, ())
+    keep = {signal.SIGKILL, signal.SIGSTOP, signal.SIGPIPE, signal.SIGXFSZ}
+    for sig in signal.valid_signals():
+        if sig not in keep and (sig == signal.SIGINT or signal.getsignal(sig) == signal.SIG_IGN):
+            try:
+                signal.signal(sig, signal.SIG_DFL)
+            except (OSError, ValueError):  # pragma: no cover - a signal the C library reserves
+                pass
+
+
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
+    reset_signals()
     ctl = _socket.socket(fileno=int(sys.argv[1]))
     loaded = "--forkloop" in sys.argv[2:] and forkloop.load()
     LIBC.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 0
