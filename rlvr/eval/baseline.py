@@ -128,7 +128,8 @@ def baseline_model_tag(cfg: BaselineParams, gen: Generator, dataset: str | None 
 
 def run_baseline(cfg: BaselineParams, judge: Any, problems_dir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Evaluate every ``cfg.datasets`` entry; returns ``{dataset: metrics, "protocol": {...}}`` (module doc).
-    Stored samples under ``out_dir`` are reused only for the same model content (:func:`baseline_model_tag`)."""
+    Stored samples under ``out_dir`` are reused only for the same model content (:func:`baseline_model_tag`, computed
+    once per call for the hf/vllm/openai backends: one model, hashed once, whatever the number of datasets)."""
     from rlvr.model import resolve_model_ref
 
     out_dir = Path(out_dir)
@@ -136,11 +137,14 @@ def run_baseline(cfg: BaselineParams, judge: Any, problems_dir: str | Path, out_
     # every dataset first: a misspelt name fails before any model is loaded or any dataset generated and judged
     selected = {sel.name: select_problems(problems_dir, sel) for sel in cfg.datasets}
     shared = None if cfg.backend == "samples" else make_baseline_generator(cfg)
+    # one model for every dataset, so one tag: hf/vllm hash the whole model folder (a 7B model's 15-30 GB of weights
+    # cost ~30 s of sha256), which must not be paid again per dataset; samples: one file, and one tag, per dataset
+    shared_tag = None if shared is None else baseline_model_tag(cfg, shared)
     tags: dict[str, str] = {}
     for sel in cfg.datasets:
         problems = selected[sel.name]
         gen = shared or make_baseline_generator(cfg, sel.name)
-        tags[sel.name] = baseline_model_tag(cfg, gen, sel.name)
+        tags[sel.name] = shared_tag or baseline_model_tag(cfg, gen, sel.name)
         log.info("baseline %s: %d problems (model %s)", sel.name, len(problems), tags[sel.name])
         report[sel.name] = evaluate(
             problems, gen, judge, cfg.sampling, out_dir, n=cfg.n, ks=cfg.ks, qa_per_verdict=cfg.qa_per_verdict,

@@ -4,6 +4,7 @@ per-task arrays; baseline runner with the samples backend; wandb wrapper disable
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -236,6 +237,54 @@ def test_run_baseline_keys_rows_by_model_content_not_path(tmp_path, monkeypatch)
     assert changed["protocol"]["model_tag"] != tag1
     rows = [json.loads(x) for x in (out / "samples" / "cc.jsonl").read_text().splitlines()]
     assert {r["model"] for r in rows} == {changed["protocol"]["model_tag"]}
+
+
+def test_run_baseline_hashes_the_model_once_for_all_datasets(tmp_path, monkeypatch):
+    """One model, one content hash per run, however many datasets: hashing a 7B folder (15-30 GB of weights) cost
+    ~30 s of sha256 per dataset when the tag was recomputed for each (the 4 x H100 stage evals). Every dataset's rows
+    still carry that one tag."""
+    import rlvr.eval.baseline as baseline
+    import rlvr.eval.provenance as provenance
+
+    pdir = tmp_path / "problems"
+    pdir.mkdir()
+    (pdir / "cc.jsonl").write_text(P2.model_dump_json() + "\n")
+    (pdir / "humaneval.jsonl").write_text(P1.model_dump_json() + "\n")
+    model = tmp_path / "models" / "sft"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"weights")
+    hashed: list[str] = []
+    real_sha = provenance.sha256_file
+
+    def counting_sha(path):
+        hashed.append(Path(path).name)
+        return real_sha(path)
+
+    monkeypatch.setattr(provenance, "sha256_file", counting_sha)
+    made: list[str | None] = []
+
+    def fake_generator(cfg, dataset=None):
+        made.append(dataset)
+        g = FakeGenerator(ANSWERS)
+        g.model_id = cfg.model
+        return g
+
+    monkeypatch.setattr(baseline, "make_baseline_generator", fake_generator)
+    for backend in ("hf", "vllm"):
+        hashed.clear()
+        made.clear()
+        cfg = BaselineParams.model_validate({"backend": backend, "model": str(model),
+                                             "datasets": [{"name": "cc"}, {"name": "humaneval"}]})
+        rep = run_baseline(cfg, FakeJudge(), pdir, tmp_path / f"out-{backend}")
+        assert hashed.count("model.safetensors") == 1, hashed  # not once per dataset
+        assert made == [None]  # one generator (engine) for every dataset
+        tag = rep["protocol"]["model_tag"]
+        assert isinstance(tag, str) and tag.startswith(f"{model}@")
+        for name in ("cc", "humaneval"):
+            rows = [json.loads(x) for x in (tmp_path / f"out-{backend}" / "samples" / f"{name}.jsonl").read_text()
+                    .splitlines()]
+            assert {r["model"] for r in rows} == {tag}
 
 
 def test_samples_backend_tag_follows_file_content(tmp_path):
