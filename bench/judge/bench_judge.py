@@ -465,6 +465,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
     click.echo(f"rlvr from {Path(rlvr.__file__).parent}")
 
     names = [s for s in systems.split(",") if s]
+    load_at_start = os.getloadavg()
     clients = clients or 2 * workers
     o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls, "clients": clients}
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in names}
@@ -497,7 +498,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "rlvr_tree": str(Path(rlvr.__file__).parent.parent),
         "rlvr_commit": _commit(Path(rlvr.__file__).parent.parent),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_at_end": os.getloadavg(),
+                    "loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg(),
                     "python": _version(floor_python())},  # the floor's and the sandbox's: the same one
         "cpu_counted": "cgroup-v1 cpuacct of each system's process tree (fallback: rusage + sandbox_cpu_seconds)",
         "cpu_counted_by": sorted({"cgroup" if "cgroup_s" in r else "rusage" for v in runs.values() for r in v
