@@ -192,8 +192,27 @@ def serve_for_bench(workers: int, cgroup: str | None) -> None:
     sock.listen(128)
     sys.stdout.write(f"{sock.getsockname()[1]}\n")
     sys.stdout.flush()
-    config = uvicorn.Config("rlvr.judge.api.app:create_app", factory=True, log_level="info", access_log=False)
+    config = uvicorn.Config("rlvr.judge.api.app:create_app", factory=True, log_level="info", access_log=False,
+                            **server_stack())
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def server_stack() -> dict[str, str]:
+    """The ``served`` system's uvicorn event loop and HTTP implementation (``uvicorn.Config`` keyword arguments): the
+    tree's :func:`rlvr.judge.api.app.uvicorn_stack`, as ``rlvr sandbox serve`` picks them; for a tree without it
+    (an older one run by ``alternate.sh`` with ``BENCH=new``), what uvicorn's default ``auto`` picks, spelt out."""
+    try:
+        from rlvr.judge.api.app import uvicorn_stack
+    except ImportError:
+        out = {}
+        for key, fast, plain in (("loop", "uvloop", "asyncio"), ("http", "httptools", "h11")):
+            try:
+                __import__(fast)
+                out[key] = fast
+            except ImportError:
+                out[key] = plain
+        return out
+    return uvicorn_stack()
 
 
 def scalebox_body(i: int, r: dict[str, Any]) -> bytes:
@@ -283,6 +302,7 @@ def run_served(items: list[dict[str, Any]], workers: int, clients: int, cgroup: 
         d["cpu_s"] = float("nan")  # the server's CPU cannot be read without its cgroup
     d["false_negatives"] = sum(v != "accepted" for v in verdicts)
     d["server_process_cpu_s"] = round(own, 4)  # the server's own process (HTTP, JSON, plan, scoring), no sandbox
+    d["uvicorn"] = server_stack()  # the server's event loop and HTTP implementation (same interpreter and path)
     return d
 
 
@@ -445,6 +465,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
     click.echo(f"rlvr from {Path(rlvr.__file__).parent}")
 
     names = [s for s in systems.split(",") if s]
+    load_at_start = os.getloadavg()
     clients = clients or 2 * workers
     o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls, "clients": clients}
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in names}
@@ -477,7 +498,7 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
         "rlvr_tree": str(Path(rlvr.__file__).parent.parent),
         "rlvr_commit": _commit(Path(rlvr.__file__).parent.parent),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "loadavg_at_end": os.getloadavg(),
+                    "loadavg_at_start": load_at_start, "loadavg_at_end": os.getloadavg(),
                     "python": _version(floor_python())},  # the floor's and the sandbox's: the same one
         "cpu_counted": "cgroup-v1 cpuacct of each system's process tree (fallback: rusage + sandbox_cpu_seconds)",
         "cpu_counted_by": sorted({"cgroup" if "cgroup_s" in r else "rusage" for v in runs.values() for r in v

@@ -394,3 +394,33 @@ def test_rlvr_sandbox_serve_starts_a_working_server(tmp_path) -> None:
             proc.kill()
             proc.wait(timeout=10)
         log.close()
+
+
+def test_uvicorn_stack_prefers_the_c_stack_and_falls_back_without_it(monkeypatch) -> None:
+    """serve() runs uvicorn on uvloop + httptools when they import (project dependencies), on asyncio + h11 else;
+    each choice is one uvicorn accepts."""
+    import builtins
+    import importlib.util
+
+    from rlvr.judge.api.app import uvicorn_stack
+
+    fast = {"loop": "uvloop", "http": "httptools"}
+    want = {k: v if importlib.util.find_spec(v) else {"loop": "asyncio", "http": "h11"}[k] for k, v in fast.items()}
+    assert uvicorn_stack() == want
+    real = builtins.__import__
+
+    def without(missing: set[str]):
+        def imp(name: str, *args: Any, **kwargs: Any) -> Any:
+            if name in missing:
+                raise ImportError(f"no module named {name!r}")
+            return real(name, *args, **kwargs)
+        return imp
+
+    monkeypatch.setattr(builtins, "__import__", without({"uvloop", "httptools"}))
+    assert uvicorn_stack() == {"loop": "asyncio", "http": "h11"}
+    monkeypatch.setattr(builtins, "__import__", without({"uvloop"}))
+    assert uvicorn_stack()["loop"] == "asyncio"
+    monkeypatch.setattr(builtins, "__import__", real)
+    for stack in ({"loop": "asyncio", "http": "h11"}, uvicorn_stack()):
+        config = uvicorn.Config(create_app(FakeJudge()), **stack)
+        config.load()  # resolves the protocol class: raises for a stack uvicorn cannot use
