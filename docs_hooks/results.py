@@ -173,6 +173,7 @@ def governance(root: Path) -> str:
             ("contamination_flagged", "removed: contaminated training problems"),
             ("contamination_input_leaks", "of which test-input leaks"),
             ("expected_tests_computed", "call-test oracles filled"), ("expected_tests_failed", "oracle tests removed"),
+            ("expected_tests_sum_dependent", "oracle tests removed: float-sum dependent"),
             ("problems_after", "problems kept")]
     rows = [[label, g.get(k)] for k, label in keys if k in g]
     per = g.get("problems_per_dataset") or {}

@@ -83,7 +83,8 @@ def governance_metrics(report: dict[str, Any], kept_by_slug: dict[str, list[Prob
     exp = report.get("expected")
     if exp:
         m.update(expected_problems_computed=exp["problems_computed"], expected_tests_computed=exp["tests_computed"],
-                 expected_tests_failed=exp["tests_failed"], expected_problems_dropped=len(exp["dropped"]))
+                 expected_tests_failed=exp["tests_failed"], expected_problems_dropped=len(exp["dropped"]),
+                 expected_tests_sum_dependent=exp.get("tests_sum_dependent", 0))
     ref = report.get("references")
     if ref:
         m.update(ref["counts"])
@@ -231,9 +232,14 @@ def audit_markdown(report: dict[str, Any], checksums: list[dict[str, str]], cfg:
     else:
         lines += [f"- problems computed: {exp['problems_computed']}", f"- tests computed: {exp['tests_computed']}",
                   f"- tests removed (reference failed on them): {exp['tests_failed']}",
+                  "- tests removed (the reference passes them or not depending on the interpreter's float `sum`: "
+                  f"CPython <= 3.11 vs >= 3.12): {exp.get('tests_sum_dependent', 0)}",
                   f"- problems dropped: {len(exp['dropped'])}", ""]
         if exp["failed_tests"]:
             lines += _table(["problem", "tests removed"], sorted(exp["failed_tests"].items()), max_rows)
+        if exp.get("sum_dependent_tests"):
+            lines += _table(["problem", "float-sum dependent tests removed"],
+                            sorted(exp["sum_dependent_tests"].items()), max_rows)
         if exp["dropped"]:
             lines += _table(["problem dropped", "file", "reason"],
                             [[d["id"], d.get("file", ""), d["reason"]] for d in exp["dropped"]], max_rows)

@@ -15,6 +15,9 @@ Source: ``evalplus`` 0.3.1, ``evalplus/eval/__init__.py::unsafe_execute`` and ``
 * ``surface_area`` (Mbpp/581): exact, or ``|out - _surface_Area(*inp)| <= atol`` (EvalPlus's alternative reading).
 * ``digit_distance`` (Mbpp/558): exact, or equal to ``_digit_distance_nums(*inp)`` (zero-padded reading).
 * ``find_zero`` (HumanEval/32): ``|poly(xs, out)| <= atol``, the returned value is any root.
+  Its verdict depends on the interpreter's float summation (see :data:`SUM_RULES`): the inputs on which the
+  reference's root is not a root under both of CPython's ``sum`` rules are removed by governance
+  (:func:`poly_root_robust`, :func:`rlvr.data.oracles.fill_expected`).
 * ``poly_root_0.3.1``: HumanEval/32 as the PyPI release ``evalplus`` 0.3.1 grades it: every solution fails (its
   ``find_zero`` branch ``continue``s before recording the input as passed, so ``untrusted_check`` sees fewer results
   than inputs and returns ``fail``; fixed upstream after 0.3.1). Chosen with the loader option
@@ -32,12 +35,14 @@ per-group loop, set to 1e-6 at the first float expectation and never reset, so l
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from rlvr.data.schema import AssertTest, CallTest
 from rlvr.judge.compare import is_floats
 
-__all__ = ["COMPAT", "EVALPLUS_FLOAT_ATOL", "ORACLES", "evalplus_atols", "oracle_kind", "oracle_test"]
+__all__ = ["COMPAT", "EVALPLUS_FLOAT_ATOL", "ORACLES", "SUM_RULES", "SUM_SENSITIVE", "evalplus_atols", "oracle_kind",
+           "oracle_test", "poly_root_robust"]
 
 EVALPLUS_FLOAT_ATOL = 1e-6
 
@@ -167,3 +172,87 @@ def evalplus_atols(tests: list[Any], record_atol: float) -> list[Any]:
         carry[t.group] = atol
         out.append(t if t.atol == atol else t.model_copy(update={"atol": atol}))
     return out
+
+
+# CPython's two float-summation rules of the builtin ``sum``: left to right up to 3.11, Neumaier's compensated
+# summation from 3.12 on (gh-100425; ``Python/bltinmodule.c::builtin_sum_impl``). Each is the source of a module-level
+# ``sum`` that shadows the builtin for the code it is prepended to (governance runs the reference under each rule in
+# the sandbox) and that the host uses for the same check. Only sums of floats (a float or int ``start``) follow the
+# rule; anything else is added left to right, as both interpreters do for such items.
+_SUM_NAIVE = """
+def sum(iterable, /, start=0):
+    total = start
+    for x in iterable:
+        total = total + x
+    return total
+"""
+_SUM_NEUMAIER = """
+def sum(iterable, /, start=0):
+    items = list(iterable)
+    if type(start) not in (int, float) or not all(type(x) is float for x in items) or not items:
+        total = start
+        for x in items:
+            total = total + x
+        return total
+    f, c = float(start), 0.0
+    for x in items:
+        t = f + x
+        if abs(f) >= abs(x):
+            c += (f - t) + x
+        else:
+            c += (x - t) + f
+        f = t
+    if c and c - c == 0.0:  # compensation finite and non-zero (an infinite or NaN sum stays as it is)
+        f += c
+    return f
+"""
+#: rule name → source of a module-level ``sum`` following it (``naive``: CPython <= 3.11, ``neumaier``: >= 3.12).
+SUM_RULES: dict[str, str] = {"naive": _SUM_NAIVE, "neumaier": _SUM_NEUMAIER}
+#: Oracles whose verdict on the reference depends on the float summation rule (governance keeps an input only if the
+#: reference passes it under every rule of :data:`SUM_RULES`).
+SUM_SENSITIVE = frozenset({"poly_root"})
+
+
+def _sum_rules() -> dict[str, Any]:
+    out = {}
+    for name, src in SUM_RULES.items():
+        ns: dict[str, Any] = {}
+        exec(src, ns)  # rlvr's own constant code above
+        out[name] = ns["sum"]
+    return out
+
+
+_HOST_SUMS = _sum_rules()
+_ROOT_REPR_CHARS = 64  # a float's repr is at most 24 characters: anything longer is not a root
+
+
+def poly_root_robust(args: str, outputs: list[str | None], atol: float) -> bool:
+    """True iff each of ``outputs`` (the ``repr`` of the reference's result on ``args``, ``[[xs]]``, once per run:
+    the interpreter's own ``sum`` and each rule of :data:`SUM_RULES`) is an ``int``/``float`` ``x`` with
+    ``|poly(xs, x)| <= atol`` (the ``poly_root`` test, EvalPlus's ``_poly``) under every rule of :data:`SUM_RULES`.
+
+    Where it is False the reference passes that input or not depending on the judge's interpreter: near a root whose
+    terms are ~1e13 the rounding of ``poly`` (~1e-3) is far above ``atol``, so a naive sum that happens to cancel to
+    ``0.0`` passes and a compensated one fails; elsewhere Newton's 1000 iterations wander differently and one rule
+    finds no root at all. Host cost: linear in ``len(xs)`` (the dataset's own input); outputs longer than a float's
+    ``repr`` are refused unparsed."""
+    xs = _literal(args)
+    if not (isinstance(xs, list) and len(xs) == 1 and isinstance(xs[0], list)):
+        return False
+    coeffs = xs[0]
+    if not all(type(c) in (int, float) for c in coeffs):
+        return False
+    for out in outputs:
+        if out is None or len(out) > _ROOT_REPR_CHARS:
+            return False
+        x = _literal(out)
+        if type(x) not in (int, float):
+            return False
+        for total in _HOST_SUMS.values():
+            try:
+                value = total([c * math.pow(x, i) for i, c in enumerate(coeffs)])
+            except (OverflowError, ValueError):
+                return False
+            if not abs(value) <= atol:
+                return False
+    return True

@@ -12,6 +12,14 @@ reference's times (:func:`rlvr.data.evalplus_limits.set_time_limits`, when the j
 ``measure_limits`` is on; the governance stage turns it off and applies the committed limits instead,
 :func:`rlvr.data.evalplus_limits.apply_time_limits`).
 
+A special oracle whose verdict depends on the interpreter's float summation
+(:data:`~rlvr.data.evalplus_oracles.SUM_SENSITIVE`: HumanEval/32 ``find_zero``, whose reference is Newton's method on
+a ``sum``-evaluated polynomial) is filled from three runs of the reference: the interpreter's own ``sum`` and each of
+CPython's two rules (left to right up to 3.11, compensated from 3.12, :data:`~rlvr.data.evalplus_oracles.SUM_RULES`);
+an input is kept only if every run's result passes under both rules
+(:func:`~rlvr.data.evalplus_oracles.poly_root_robust`), so the tests the reference passes are the same whichever
+interpreter governance and the judge run (``sum_dependent_tests``).
+
 """
 
 from __future__ import annotations
@@ -22,7 +30,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from rlvr.data.evalplus_limits import is_evalplus, set_time_limits
-from rlvr.data.evalplus_oracles import evalplus_atols, oracle_test, repr_may_be_floats
+from rlvr.data.evalplus_oracles import (
+    SUM_RULES,
+    SUM_SENSITIVE,
+    evalplus_atols,
+    oracle_test,
+    poly_root_robust,
+    repr_may_be_floats,
+)
 from rlvr.data.schema import CallTest, Problem
 from rlvr.progress import progress
 
@@ -90,19 +105,30 @@ def fill_expected(
     :data:`FILL_RETRY_FACTOR` × its time limits, and that second run decides every test (a deterministic rule, as
     :mod:`rlvr.judge.settle`'s: a reference slowed past its limit by the machine's load keeps its tests).
 
+    A :data:`~rlvr.data.evalplus_oracles.SUM_SENSITIVE` problem's reference is also run under each rule of
+    :data:`~rlvr.data.evalplus_oracles.SUM_RULES` (its source prepended: a module-level ``sum``), with the same retry;
+    an input whose results are not roots under every rule is removed (module docstring).
+
     Returns ``(kept, report)``: ``report = {"problems_computed", "tests_computed", "tests_failed",
-    "failed_tests": {id: n}, "dropped": [{id, reason}]}``; reasons: ``no_solution``, ``judge_error: …``,
-    ``no_tests_left``. Problems without pending call tests pass through untouched."""
+    "failed_tests": {id: n}, "tests_sum_dependent", "sum_dependent_tests": {id: n}, "dropped": [{id, reason}]}``;
+    reasons: ``no_solution``, ``judge_error: …``, ``no_tests_left``. Problems without pending call tests pass through
+    untouched."""
     pending = [p for p in problems if any(isinstance(t, CallTest) and t.expected is None for t in p.tests)]
 
-    def work(p: Problem) -> tuple[list[str | None] | None, str | None]:
+    def outputs(p: Problem, solution: str) -> list[str | None]:
+        outs = judge.call_outputs(p, solution)
+        if any(o is None for o in outs):  # once more at FILL_RETRY_FACTOR x the limit; that result is final
+            outs = judge.call_outputs(_relaxed(p, FILL_RETRY_FACTOR), solution)
+        return outs
+
+    def work(p: Problem) -> tuple[list[list[str | None]] | None, str | None]:
         if not p.solutions:
             return None, "no_solution"
         try:
-            outs = judge.call_outputs(p, p.solutions[0])
-            if any(o is None for o in outs):  # once more at FILL_RETRY_FACTOR x the limit; that result is final
-                outs = judge.call_outputs(_relaxed(p, FILL_RETRY_FACTOR), p.solutions[0])
-            return outs, None
+            runs = [outputs(p, p.solutions[0])]
+            if p.meta.get("evalplus_oracle") in SUM_SENSITIVE:  # the reference under each float-summation rule
+                runs += [outputs(p, SUM_RULES[rule] + "\n" + p.solutions[0]) for rule in sorted(SUM_RULES)]
+            return runs, None
         except Exception as exc:  # compile error or sandbox failure: reported, never silent
             return None, f"judge_error: {type(exc).__name__}: {exc}"[:500]
 
@@ -110,31 +136,36 @@ def fill_expected(
         outs = progress(ex.map(work, pending), total=len(pending), desc="oracles", unit="problem")
         results = dict(zip((p.id for p in pending), outs, strict=True))
     report: dict[str, Any] = {"problems_computed": 0, "tests_computed": 0, "tests_failed": 0,
-                              "failed_tests": {}, "dropped": []}
+                              "failed_tests": {}, "tests_sum_dependent": 0, "sum_dependent_tests": {}, "dropped": []}
     kept: list[Problem] = []
     for p in problems:
         if p.id not in results:
             kept.append(p)
             continue
-        outs, err = results[p.id]
-        if outs is None:
+        runs, err = results[p.id]
+        if runs is None:
             report["dropped"].append({"id": p.id, "reason": err})
             continue
         calls = [t for t in p.tests if isinstance(t, CallTest)]
-        if len(outs) != len(calls):
-            report["dropped"].append({"id": p.id, "reason": f"judge_error: {len(outs)} outputs for {len(calls)} tests"})
+        if any(len(outs) != len(calls) for outs in runs):
+            n_out = "/".join(str(len(outs)) for outs in runs)
+            report["dropped"].append({"id": p.id, "reason": f"judge_error: {n_out} outputs for {len(calls)} tests"})
             continue
-        new_tests, failed = [], 0
-        out_iter = iter(outs)
+        new_tests, failed, sum_dependent = [], 0, 0
+        out_iter = iter(zip(*runs, strict=True))
+        atol_rec = float(p.meta.get("evalplus_atol", 0))
         for t in p.tests:
             if not isinstance(t, CallTest):
                 new_tests.append(t)
                 continue
-            value = next(out_iter)
+            values = next(out_iter)
+            value = values[0]
             if t.expected is not None:
                 new_tests.append(t)
             elif value is None:
                 failed += 1
+            elif len(values) > 1 and not poly_root_robust(t.args, list(values), atol_rec):
+                sum_dependent += 1
             elif p.meta.get("evalplus_oracle"):  # EvalPlus special oracle (rlvr.data.evalplus_oracles)
                 exp = canonical_set_literal(value) if p.meta["evalplus_oracle"] == "set_eq" else value
                 new_tests.append(oracle_test(p.meta["evalplus_oracle"], t, exp, float(p.meta.get("evalplus_atol", 0))))
@@ -143,10 +174,13 @@ def fill_expected(
                 new_tests.append(t.model_copy(update={"expected": value, "atol": atol}))
         if "evalplus_atol" in p.meta:  # EvalPlus's in-order float tolerance rule
             new_tests = evalplus_atols(new_tests, float(p.meta["evalplus_atol"]))
-        report["tests_computed"] += len(calls) - failed
+        report["tests_computed"] += len(calls) - failed - sum_dependent
         report["tests_failed"] += failed
         if failed:
             report["failed_tests"][p.id] = failed
+        report["tests_sum_dependent"] += sum_dependent
+        if sum_dependent:
+            report["sum_dependent_tests"][p.id] = sum_dependent
         if not new_tests:
             report["dropped"].append({"id": p.id, "reason": "no_tests_left"})
             continue

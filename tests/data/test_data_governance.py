@@ -162,3 +162,54 @@ def test_stages_end_to_end_without_judge(tmp_path):
     assert index["apps.train.manifest.jsonl"]["count"] == 128
     train = datasets.load_dataset("parquet", data_files=str(tmp_path / "man" / "verl" / "train.parquet"), split="train")
     assert len(train) == 20 and train[0]["data_source"] == "mbpp"
+
+
+# HumanEval+/32's reference (EvalPlus's canonical find_zero: Newton's method from 0, 1000 steps, |f| < 1e-5)
+FIND_ZERO = '''import math
+
+
+def poly(xs: list, x: float):
+    return sum([coeff * math.pow(x, i) for i, coeff in enumerate(xs)])
+
+
+def find_zero(xs: list):
+    dxs = [xs[i] * i for i in range(1, len(xs))]
+    def func(x):
+        return poly(xs, x)
+    def derivative(x):
+        return poly(dxs, x)
+    x, tol = 0, 1e-5
+    for _ in range(1000):
+        fx = func(x)
+        dfx = derivative(x)
+        if abs(fx) < tol: break
+        x = x - fx / dfx
+    return x
+'''
+
+
+class HostJudge:
+    """call_outputs by running the (trusted, pure) solution here: the repr of each call test's result."""
+
+    def call_outputs(self, problem, solution):
+        import ast
+
+        ns: dict = {}
+        exec(solution, ns)
+        fn = ns[problem.entry_point]
+        return [repr(fn(*ast.literal_eval(t.args))) for t in problem.tests if isinstance(t, CallTest)]
+
+
+def test_fill_expected_drops_find_zero_inputs_that_depend_on_the_float_summation():
+    """HumanEval+/32 plus inputs 219 and 277: the reference passes them under CPython 3.11's left-to-right ``sum``
+    and fails them under 3.12's compensated one (219: its root's terms are ~1e13, the polynomial is 0.0 or -0.0023
+    there; 277: Newton finds no root in 1000 steps), so they are removed whatever interpreter runs governance."""
+    args = ["[[-10, -2]]", "[[9450000, 9, -7, 3, 2, 6, 1, -4, -10, 6, 17, -1]]",
+            "[[9, -6, 20999, 2, 8, -4, -10, 26, 6, 5, -1, 8]]"]
+    p = Problem(id="humanevalplus/HumanEval/32", source="humanevalplus", split="test", statement="s",
+                entry_point="find_zero", tests=[CallTest(args=a, group="plus") for a in args], solutions=[FIND_ZERO],
+                meta={"evalplus_oracle": "poly_root", "evalplus_atol": 1e-4})
+    kept, rep = fill_expected([p], HostJudge())
+    assert [t.code.split("candidate(*")[1].split(")")[0] for t in kept[0].tests] == [args[0]]
+    assert rep["tests_sum_dependent"] == 2 and rep["sum_dependent_tests"] == {p.id: 2}
+    assert rep["tests_computed"] == 1 and rep["tests_failed"] == 0

@@ -120,3 +120,37 @@ def test_float_precheck_never_hides_a_float(value):
     if is_floats(value):
         assert repr_may_be_floats(repr(value))
     assert repr_may_be_floats(repr("a.b")) is False and repr_may_be_floats("[1, 2, 3]") is False
+
+
+def _rule(name):
+    from rlvr.data.evalplus_oracles import SUM_RULES
+
+    ns: dict = {}
+    exec(SUM_RULES[name], ns)
+    return ns["sum"]
+
+
+def test_sum_rules_are_cpythons():
+    """The two emulated float-summation rules: left to right (CPython <= 3.11) and Neumaier's (>= 3.12); the running
+    interpreter's builtin ``sum`` is one of them."""
+    import sys
+
+    naive, neumaier = _rule("naive"), _rule("neumaier")
+    xs = [1e16, 1.0, -1e16]
+    assert naive(xs) == 0.0 and neumaier(xs) == 1.0
+    assert sum(xs) == (neumaier if sys.version_info >= (3, 12) else naive)(xs)
+    assert naive([1, 2], 3) == neumaier([1, 2], 3) == 6 and neumaier([[1]], []) == [1]  # non-floats: plain +
+    assert neumaier([float("inf"), 1.0]) == float("inf")
+
+
+def test_poly_root_robust_needs_a_root_under_both_rules():
+    from rlvr.data.evalplus_oracles import poly_root_robust
+
+    assert poly_root_robust("[[-10, -2]]", ["-5.0", "-5.0000001"], 1e-4)
+    assert not poly_root_robust("[[-10, -2]]", ["-5.0", "-4.9"], 1e-4)
+    # HumanEval+/32 plus input 219: its reference's root under CPython 3.11; the terms are ~1e13, so the polynomial
+    # is 0.0 there summed left to right but -0.0023 summed with compensation (> atol 1e-4)
+    xs = "[[9450000, 9, -7, 3, 2, 6, 1, -4, -10, 6, 17, -1]]"
+    assert not poly_root_robust(xs, ["17.3124550475086"], 1e-4)
+    assert not poly_root_robust("[[-10, -2]]", [None], 1e-4) and not poly_root_robust("[[-10, -2]]", ["'x'"], 1e-4)
+    assert not poly_root_robust("[[-10, -2]]", ["1e400"], 1e-4) and not poly_root_robust("[[-10, -2]]", ["nan"], 1e-4)
