@@ -15,20 +15,26 @@ HUMANEVAL = ["HumanEval/2", "HumanEval/32"]
 SPECS = {"mbppplus-v0.2.0": "mbppplus:v0.2.0", "humanevalplus-v0.1.10": "humanevalplus:v0.1.10"}
 
 
-def _load(judge, name: str, ids: list[str]):
-    """The bundled problems ``ids`` of dataset ``name`` with their call-test oracles filled by ``judge``, in order."""
+def _load(judge, name: str, ids: list[str], with_report: bool = False):
+    """The bundled problems ``ids`` of dataset ``name`` with their call-test oracles filled by ``judge``, in order
+    (and the fill's report when ``with_report``)."""
     by_task = {p.meta.get("task_id"): p for p in load(SPECS[name])}
     kept, report = fill_expected([by_task[i] for i in ids], judge)
     assert not report["dropped"], report["dropped"]
     by_task = {p.meta.get("task_id"): p for p in kept}
-    return [by_task[i] for i in ids]
+    out = [by_task[i] for i in ids]
+    return (out, report) if with_report else out
 
 
 @pytest.mark.parametrize(("name", "ids"), [("mbppplus-v0.2.0", MBPP), ("humanevalplus-v0.1.10", HUMANEVAL)])
 def test_canonical_solutions_pass_base_and_plus(judge, name, ids):
-    problems = _load(judge, name, ids)
+    problems, report = _load(judge, name, ids, with_report=True)
+    # HumanEval/32's 7 inputs whose root check depends on the interpreter's float-sum rule are left out (docs/judge/
+    # parity.md); every other base and plus input is judged
+    assert report["sum_dependent_tests"] == ({"humanevalplus/HumanEval/32": 7} if "HumanEval/32" in ids else {})
     for p in problems:
-        assert len(p.tests) == p.meta["n_base"] + p.meta["n_plus"], p.id  # base and plus inputs both judged
+        left_out = report["sum_dependent_tests"].get(p.id, 0) + report["failed_tests"].get(p.id, 0)
+        assert len(p.tests) == p.meta["n_base"] + p.meta["n_plus"] - left_out, p.id
         assert all(getattr(t, "expected", "") is not None for t in p.tests), p.id  # special oracles: asserts
         assert {t.group for t in p.tests} <= {"base", "plus"} and all(t.time_limit_s for t in p.tests), p.id
     results = judge.judge_many([(p, p.solutions[0]) for p in problems])
