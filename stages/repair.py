@@ -10,7 +10,7 @@ under the verl engine), ``synthetic`` when a dataset is ``synthetic``; the gover
    hidden-test verdict of the next attempt minus ``turn_penalty`` per feedback turn. Checkpoints under
    ``$RLVR_CACHE_DIR/train/repair/<key>`` (resumed). Publishes ``models/repair/``; curves
    ``metrics/repair/curves.tsv``. Engine ``verl``: writes the ``tool_agent`` agent-loop tool config, repair parquet,
-   overrides and command and launches ``verl.trainer.main_ppo`` (:func:`rlvr.repair.verl_tool.run_repair_verl`).
+   overrides and command and launches ``verl.trainer.main_ppo`` (:func:`rlvr.repair.verl_run.run_repair_verl`).
    The ``samples`` backend (a scripted policy) has nothing to train: evaluation only, no ``before``.
 2. **Evaluate** the repair protocol (:func:`rlvr.repair.eval.run_repair_stage`) on the input model (*before*) and
    on ``models/repair`` (*after*).
@@ -51,7 +51,7 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
     train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)
     if engine == "verl":
         from rlvr.config import ConfigError
-        from rlvr.repair.verl_tool import run_repair_verl
+        from rlvr.repair.verl_run import run_repair_verl
 
         if cfg.train.warmup_epochs > 0:  # the local engine's supervised warm start has no verl counterpart
             raise ConfigError(f"repair.train.warmup_epochs={cfg.train.warmup_epochs}: the warm start exists only in "

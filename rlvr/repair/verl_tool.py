@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -52,7 +50,7 @@ from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
 
 __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
            "accepted_feedback", "agent_loop_config", "repair_overrides", "repair_row_fields", "repair_tool_config",
-           "repair_verl_rows", "run_repair_verl", "tool_call_text", "write_agent_loop_config", "write_repair_parquet",
+           "repair_verl_rows", "tool_call_text", "write_agent_loop_config", "write_repair_parquet",
            "write_tool_config"]
 
 _JUDGE: Any = None
@@ -329,73 +327,3 @@ def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str 
     with atomic_open(path, "wb") as fh:
         pq.write_table(table, fh)
     return table.num_rows
-
-
-def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
-                    val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
-                    runner: Any = subprocess.run, python: str = sys.executable,
-                    check: Any = "default", reward_shaping: Any = None) -> dict[str, Any]:
-    """Repair training on verl (engine ``verl``): GRPO through the tool agent loop (:class:`FinalAnswerAgentLoop`)
-    with our tools.
-
-    ``cfg``: the ``repair`` section (:class:`rlvr.repair.eval.RepairParams`; ``cfg.train`` supplies the GRPO fields,
-    ``cfg.env()`` the environment); the ``verl`` section is read from ``params_path``. In the run folder
-    ``$RLVR_CACHE_DIR/train/repair/<key>``: ``data/{train,val}.parquet`` (:func:`write_repair_parquet`),
-    ``tool_config.yaml`` (:func:`write_tool_config`), ``agent_loops.yaml`` (:func:`write_agent_loop_config`),
-    ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO overrides
-    of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden verdict, plus
-    :func:`repair_overrides`). Then launches ``python -m verl.trainer.main_ppo`` through ``runner``
-    (:func:`rlvr.train.verl.launch.launch`; tests pass a fake), writes the curves TSV and merges the last actor
-    checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
-    :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
-    the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
-    (:func:`rlvr.train.verl.launch.propagated_env`, :func:`rlvr.train.verl.launch.worker_env`). ``reward_shaping``:
-    the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository.
-    Returns ``{engine, method, steps, checkpoint, reward_first,
-    reward_last}``.
-    Raises ``subprocess.CalledProcessError`` when verl fails, ``FileNotFoundError`` when no checkpoint appears."""
-    from rlvr.config import load_section
-    from rlvr.model import resolve_model_ref
-    from rlvr.train.local.common import run_dir
-    from rlvr.train.verl import launch as vlaunch
-    from rlvr.train.verl import logs as vlogs
-    from rlvr.train.verl.overrides import VerlParams, grpo_command, grpo_overrides, load_profile, write_overrides
-
-    vcfg = load_section("verl", VerlParams, params_path)
-    if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
-        budget = cfg.turns * cfg.turn_tokens + (cfg.turns - 1) * cfg.feedback_chars
-        vcfg = vcfg.model_copy(update={"max_response_length": budget})
-    env = cfg.env()
-    run = run_dir("repair", {"engine": "verl", "train": cfg.train.model_dump(), "env": env.model_dump(mode="json"),
-                             "verl": vcfg.model_dump()}, model_path)
-    train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
-    write_repair_parquet(train, env, train_f)
-    write_repair_parquet(val or train, env, val_f)
-    tools = write_tool_config(run / "tool_config.yaml", env, judge_pool=vcfg.judge_pool,
-                              judge_pool_workers=vcfg.judge_pool_workers, judge_pool_shards=vcfg.judge_pool_shards)
-    loops = write_agent_loop_config(run / "agent_loops.yaml")
-    log_path, old_logs = vlaunch.next_attempt_log(run)
-    ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
-    overrides = grpo_overrides(
-        cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
-        model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
-        experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
-        reward_shaping=reward_shaping,
-        section="repair.train",
-        ray_env=vlaunch.worker_env(log_path, load_profile(vcfg.profile)),
-    ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
-    cmd = grpo_command(python)
-    write_overrides(run, cmd, overrides)
-    if check == "default":
-        check = vlaunch.preflight
-    if check is not None:
-        check(vlaunch.propagated_env(), None)
-    hw = load_profile(vcfg.profile)
-    vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
-                                    "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
-    rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)
-    vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
-    ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
-    return {"engine": "verl", "method": "verl tool agent loop (run_tests tool, final-answer reward)",
-            "run_dir": str(run), "steps": rows[-1]["step"] if rows else 0, "checkpoint": ckpt,
-            **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

@@ -136,7 +136,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
 
     from rlvr.data.synthetic import generate
     from rlvr.repair.eval import RepairParams
-    from rlvr.repair.verl_tool import run_repair_verl
+    from rlvr.repair.verl_run import run_repair_verl
 
     monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
     params = tmp_path / "params.yaml"
