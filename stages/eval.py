@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rlvr.eval.final import EvalParams, run_eval
-from rlvr.generate import make_generator
+from rlvr.eval.final_params import make_phase_generator
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.stage import Params, Result, option, stage
@@ -32,10 +32,7 @@ def main(params: Params, problems_dir: Path, out_dir: Path, metrics_dir: Path) -
     cfg = params.section("eval", EvalParams)
 
     def make_gen(model_dir: Path):
-        if cfg.backend == "vllm":
-            return make_generator("vllm", model=str(model_dir), seed=cfg.sampling.seed or 0)
-        return make_generator("hf", model=str(model_dir), device=cfg.device, batch_size=cfg.batch_size,
-                              num_threads=cfg.cpu_threads)
+        return make_phase_generator(cfg, model_dir)
 
     with open_judge(params.path, get_judge) as judge:
         summary = run_eval(cfg, judge, make_gen, problems_dir, out_dir, metrics_dir, params=params.raw())

@@ -16,7 +16,10 @@ class BackendParams(Section):
     """hf: ``device`` (``auto`` | ``cpu`` | ``cuda`` …), ``cpu_threads`` (torch CPU threads, a speed knob; ``None`` =
     torch default). openai: ``base_url`` (with ``/v1``), ``served_model_name`` (default: the resolved model),
     ``concurrency`` (requests in flight). vllm: ``tensor_parallel_size``, ``gpu_memory_utilization`` (fraction, 0–1],
-    ``max_model_len`` (tokens). samples: ``samples`` maps dataset name → EvalPlus-style samples JSONL.
+    ``max_model_len`` (tokens), ``enforce_eager`` (``vllm.LLM(enforce_eager=True)``: no CUDA-graph capture or
+    torch.compile at engine start, minutes saved per engine on a 7B, slower decoding; vllm only: set with another
+    backend it is rejected where the section is checked). samples: ``samples`` maps dataset name → EvalPlus-style
+    samples JSONL.
     ``wandb_project``: project name of the (offline by default) wandb run."""
 
     device: str = "auto"
@@ -27,5 +30,6 @@ class BackendParams(Section):
     tensor_parallel_size: int = Field(default=1, ge=1)
     gpu_memory_utilization: float = Field(default=0.85, gt=0, le=1)
     max_model_len: int | None = None
+    enforce_eager: bool = False
     samples: dict[str, str] = Field(default_factory=dict)
     wandb_project: str = "rlvr"

@@ -71,6 +71,8 @@ class BaselineParams(BackendParams):
             missing = [d.name for d in self.datasets if d.name not in self.samples]
             if missing:
                 raise ValueError(f"backend 'samples' needs a samples file for datasets {missing}")
+        if self.enforce_eager and self.backend != "vllm":
+            raise ValueError(f"enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
         return self
 
 
@@ -105,7 +107,8 @@ def make_baseline_generator(cfg: BaselineParams, dataset: str | None = None) -> 
     if cfg.backend == "vllm":
         return make_generator("vllm", model=cfg.model, tensor_parallel_size=cfg.tensor_parallel_size,
                               gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
-                              seed=cfg.sampling.seed or 0)
+                              seed=cfg.sampling.seed or 0,
+                              llm_kwargs={"enforce_eager": True} if cfg.enforce_eager else None)
     if dataset is None:
         raise ValueError("samples backend: a dataset name is needed to pick the samples file")
     return make_generator("samples", path=cfg.samples[dataset])

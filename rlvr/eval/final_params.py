@@ -17,7 +17,8 @@ from rlvr.config import ConfigError, Section
 from rlvr.data.bundled import canonical_name
 from rlvr.generate.base import SamplingParams
 
-__all__ = ["EvalDataset", "EvalParams", "PhaseSpec", "check_tuning_stages", "dataset_roles", "load_params"]
+__all__ = ["EvalDataset", "EvalParams", "PhaseSpec", "check_tuning_stages", "dataset_roles", "load_params",
+           "make_phase_generator"]
 
 
 class EvalDataset(Section):
@@ -58,7 +59,8 @@ class EvalParams(Section):
     EVAL@1 sampling (temperature must be 0); ``sampling`` + ``n`` + ``ks``: EVAL@k; ``budget_tokens``: EVAL@budget
     cap (tokens); ``tuning_stages``: params sections that must never reference a test-role dataset.
     ``chunk_tasks``: tasks per generate→judge→journal step (resume granularity). hf: ``batch_size``, ``device``,
-    ``cpu_threads``; ``bootstrap``/``alpha``/``seed``: CI settings. ``headline``: the phase the summary's
+    ``cpu_threads``; vllm: ``enforce_eager`` (:class:`rlvr.eval.backend.BackendParams`; an error with hf);
+    ``bootstrap``/``alpha``/``seed``: CI settings. ``headline``: the phase the summary's
     ``headline`` block reports (:func:`headline_block`; a phase name such as ``sft`` or ``grpo_seed1``, or a seeded
     base such as ``grpo`` = mean over its seeds; ``null`` = no block), so ``dvc exp run -S eval.headline=dpo`` then
     ``dvc exp diff`` shows what one phase changed. Changing it re-runs the stage, which resumes every row from the
@@ -76,6 +78,7 @@ class EvalParams(Section):
     batch_size: int = Field(default=64, ge=1)
     device: str = "auto"
     cpu_threads: int | None = Field(default=1, ge=1)
+    enforce_eager: bool = False
     chunk_tasks: int = Field(default=32, ge=1)
     bootstrap: int = Field(default=1000, ge=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -88,6 +91,8 @@ class EvalParams(Section):
             raise ValueError("eval.greedy: EVAL@1 is greedy, temperature must be 0")
         if any(k < 1 or k > self.n for k in self.ks):
             raise ValueError(f"eval.ks={self.ks}: every k must be in [1, n={self.n}]")
+        if self.enforce_eager and self.backend != "vllm":
+            raise ValueError(f"eval.enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
         if self.headline is not None:
             base, sep, seed = self.headline.rpartition("_seed")
             names = {p.name for p in self.phases}
@@ -96,6 +101,19 @@ class EvalParams(Section):
                 raise ValueError(f"eval.headline={self.headline!r}: not a phase of eval.phases ({sorted(names)}, "
                                  "or <seeded phase>_seed<n>)")
         return self
+
+
+def make_phase_generator(cfg: EvalParams, model_dir: str | Path) -> Any:
+    """The generator that scores one phase's model folder: vllm (``vllm.LLM``, one GPU, ``enforce_eager`` as set,
+    the sampling seed as engine seed) or hf (``batch_size``, ``device``, ``cpu_threads``). Raises ``ImportError`` when
+    the backend's package is missing (vLLM off GPU machines)."""
+    from rlvr.generate import make_generator
+
+    if cfg.backend == "vllm":
+        return make_generator("vllm", model=str(model_dir), seed=cfg.sampling.seed or 0,
+                              llm_kwargs={"enforce_eager": True} if cfg.enforce_eager else None)
+    return make_generator("hf", model=str(model_dir), device=cfg.device, batch_size=cfg.batch_size,
+                          num_threads=cfg.cpu_threads)
 
 
 # ---------------------------------------------------------------------------------------------------- governance

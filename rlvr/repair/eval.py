@@ -73,6 +73,8 @@ class RepairParams(EnvConfig, BackendParams):
                 if val != self.turn_tokens:
                     raise ValueError(f"repair.turn_tokens={self.turn_tokens} and repair.{key}={val} disagree (both "
                                      "are the per-turn token budget)")
+        if self.enforce_eager and self.backend != "vllm":
+            raise ValueError(f"repair.enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
         return self
 
     def env(self) -> EnvConfig:
@@ -209,7 +211,8 @@ def make_repair_generator(cfg: RepairParams, dataset: str | None = None) -> Gene
     from rlvr.eval.baseline import BaselineParams, make_baseline_generator
 
     fields = ("backend", "sampling", "batch_size", "device", "cpu_threads", "base_url", "served_model_name",
-              "concurrency", "tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "samples")
+              "concurrency", "tensor_parallel_size", "gpu_memory_utilization", "max_model_len", "enforce_eager",
+              "samples")
     base = BaselineParams(datasets=cfg.datasets, model=cfg.model or default_model(),
                           **{k: getattr(cfg, k) for k in fields})
     return make_baseline_generator(base, dataset)
