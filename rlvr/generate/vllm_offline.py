@@ -8,10 +8,16 @@ creates the engine with ``generation_config="vllm"`` *and* passes every sampling
 
 Chat prompts go through ``LLM.chat`` (the tokenizer's chat template, generation prompt added); string prompts through
 ``LLM.generate``. ``Completion.n_tokens`` is ``len(CompletionOutput.token_ids)`` (exact).
+
+The engine's processes are started with ``spawn`` (``VLLM_WORKER_MULTIPROC_METHOD=spawn`` unless already set): a stage
+that trained first has touched CUDA in-process (verl's checkpoint merge, an HF check), and a ``fork``ed engine core
+then dies with "Cannot re-initialize CUDA in forked subprocess" — vLLM's own switch to spawn
+(``_maybe_force_spawn``) did not catch it on the 4 x H100 repair stage (TP 1, engine core forked after the merge).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -90,6 +96,7 @@ class VLLMGenerator:
             kwargs["max_model_len"] = max_model_len
         kwargs.update(llm_kwargs or {})
         kwargs["generation_config"] = "vllm"  # never the model's generation_config.json defaults
+        os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")  # module doc: never fork after CUDA use
         release_gpu_memory()  # the engine needs gpu_memory_utilization x total free: drop earlier in-process caches
         self.llm = vllm.LLM(**kwargs)
 

@@ -229,6 +229,29 @@ def test_vllm_engine_starts_after_earlier_generators_are_collected(monkeypatch):
     assert seen == [True] and emptied == [1]
 
 
+def test_vllm_engine_processes_are_spawned_not_forked(monkeypatch):
+    """The engine is created with VLLM_WORKER_MULTIPROC_METHOD=spawn (a forked engine core died on the 4 x H100 after
+    the repair stage's in-process checkpoint merge had touched CUDA); an explicit setting is kept."""
+    import os
+
+    fake = types.ModuleType("vllm")
+    fake.SamplingParams = _FakeSamplingParams
+    seen: list[str | None] = []
+
+    class _LLM(_FakeLLM):
+        def __init__(self, **kwargs):
+            seen.append(os.environ.get("VLLM_WORKER_MULTIPROC_METHOD"))
+            super().__init__(**kwargs)
+
+    fake.LLM = _LLM
+    monkeypatch.setitem(sys.modules, "vllm", fake)
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
+    make_generator("vllm", model="m")
+    monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "fork")
+    make_generator("vllm", model="m")
+    assert seen == ["spawn", "fork"]
+
+
 def test_unknown_backend():
     with pytest.raises(ValueError, match="unknown generation backend"):
         make_generator("tgi")
