@@ -5,6 +5,7 @@
 #   bash bench/gpu/run_gpu.sh [PART ...]      # default: all parts in order
 #
 # Parts: dvc:STAGE (that DVC stage, e.g. dvc:grpo@1, via `dvc repro --no-commit -s`; bench/gpu/dvc_setup.sh first),
+# place:DIR (models/base hard-linked at DIR, e.g. place:models/dpo: a stage output an earlier sitting made),
 # env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo big_sft big_openai
 # big_repair (big_*: the ~0.5B random-init models/big, built here when missing). Each runs a stage script
 # directly (no DVC), timed, with `nvidia-smi` sampling GPU memory every 0.5 s; its log goes to $RES/logs/<part>.log
@@ -119,6 +120,10 @@ run_part() {
     # model-only FSDP checkpoints it leaves (30 GB at 7B) are removed after it, or the disk fills by the third stage
     dvc:*) local st="${1#dvc:}"; part "dvc_${st%@*}" dvc repro --no-commit -s "$st"
       find .cache/train -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null; df -h . | tail -1 ;;
+    # place:DIR: DIR becomes models/base hard-linked (no copy), standing in for a stage's output that an earlier
+    # sitting produced, so a later stage can start on a 30-minute lease (the placement is a recorded part)
+    place:*) local dest="${1#place:}"
+      part "place_$(basename "$dest")" bash -c 'rm -rf "$1" && mkdir -p "$(dirname "$1")" && cp -al models/base "$1"' _ "$dest" ;;
     *) echo "unknown part $1" >&2; return 2 ;;
   esac
 }
