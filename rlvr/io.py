@@ -144,8 +144,9 @@ SCORE_CHILD = frozenset({"lo", "hi", "mean", "std"})
 #: ``eval@budget`` (accepted within the token budget)).
 PROVENANCE_BLOCK = frozenset({"protocol", "dataset", "verdicts", "eval@k", "phases", "training", "rollouts",
                               "by_template", "evalplus", "eval@budget"})
-#: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, memory, tokens spent.
-COST_KEY = re.compile(r"(_s|_s_mean|_s_p\d+|_s_per_solved|_per_s|_mb|_gb)$|^throughput|^(peak_)?memory|^rss|"
+#: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, model FLOPs
+#: utilisation (``mfu*``), memory, tokens spent.
+COST_KEY = re.compile(r"(_s|_s_mean|_s_p\d+|_s_per_solved|_per_s|_mb|_gb)$|^throughput|^mfu|^(peak_)?memory|^rss|"
                       r"^(avg_generated_tokens|tokens_per_solved|mean_tokens)$")
 
 

@@ -43,3 +43,40 @@ def test_vllm_generates_n_completions_with_exact_token_counts(tmp_path, monkeypa
             assert 0 < c.n_tokens <= 8
             assert c.finish_reason in ("length", "stop")
     assert gen.stats.n_completions == 6 and gen.stats.generated_tokens == sum(c.n_tokens for o in out for c in o)
+
+
+def test_vllm_engine_starts_after_cuda_was_used_in_the_process(tmp_path):
+    """The 7B repair stage's eval died at engine start ("Cannot re-initialize CUDA in forked subprocess") because
+    the stage had used CUDA in-process (verl's checkpoint merge) before a TP 1 engine core was forked. The backend
+    now spawns the engine's processes; this runs the failing order in a fresh interpreter: CUDA first, then the
+    engine, then a generation."""
+    import os
+    import subprocess
+    import textwrap
+
+    from train_fixtures import small_family
+
+    from rlvr.data.synthetic import corpus_texts
+    from rlvr.model import build_tiny_model
+
+    model = build_tiny_model(tmp_path / "base", corpus_texts(small_family()), seed=0, vocab_size=400)
+    script = textwrap.dedent(f"""
+        import torch
+        torch.zeros(1, device="cuda")  # CUDA initialised in this process, as after an in-process merge
+        assert torch.cuda.is_initialized()
+        from rlvr.generate.base import SamplingParams
+        from rlvr.generate.vllm_offline import VLLMGenerator
+        if __name__ == "__main__":
+            gen = VLLMGenerator({str(model)!r}, gpu_memory_utilization=0.2, max_model_len=512,
+                                llm_kwargs={{"kv_cache_memory_bytes": 64 << 20, "enforce_eager": True}})
+            out = gen.generate(["def f():"], n=1, sampling=SamplingParams(temperature=0.0, max_new_tokens=4))
+            print("OK", out[0][0].n_tokens)
+    """)
+    (tmp_path / "after_cuda.py").write_text(script)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "VLLM_USE_FLASHINFER_SAMPLER": "0",
+           "PYTHONPATH": os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env.pop("VLLM_WORKER_MULTIPROC_METHOD", None)
+    proc = subprocess.run([sys.executable, str(tmp_path / "after_cuda.py")], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=root)
+    assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]

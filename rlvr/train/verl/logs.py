@@ -32,6 +32,18 @@ judge_s            judge seconds per step: ``timing_s/reward`` when verl logs it
                    ``judge_s`` from the judge log (:mod:`rlvr.reward.judge_log`; CPU-seconds of judging, summed
                    over concurrently judged samples, so it can exceed the step's wall time). Written to the
                    TSV's cost mirror, not the plot (:func:`write_tsv`)
+judge_wall_s       wall seconds during which at least one of the step's samples was being judged: the judge log's
+                   union of judging intervals, else ``timing_s/reward`` (a reward phase after the rollout is all
+                   judging); ``judge_wall_s / step_s`` is the judge's wall-time share (cost mirror)
+step_s, gen_s,     ``timing_s/step``, ``timing_s/gen`` (rollout; verl 0.9's agent loop scores each rollout as
+ref_s,             it finishes, so the reward is inside it), ``timing_s/ref``, ``timing_s/old_log_prob``,
+old_log_prob_s,    ``timing_s/update_actor``, ``timing_s/update_weights`` (seconds; cost mirror)
+update_actor_s,
+update_weights_s
+tokens_per_gpu_per_s  ``perf/throughput``: the step's tokens / step seconds / GPUs (cost mirror)
+mfu_actor          ``perf/mfu/actor``: the actor update's model FLOPs utilisation, 0–1 (cost mirror)
+max_memory_allocated_gb, max_memory_reserved_gb  ``actor/perf/max_memory_*``: the torch allocator's peak on the
+                   training ranks, GB (verl's figure, not nvidia-smi's whole device; cost mirror)
 judged             samples in the judge log for the step (empty without a judge log)
 num_turns          ``num_turns/mean``: messages per episode (prompt + responses + tool responses; 2 = one answer
                    and no tool call; above 2 in repair only when the policy called a tool)
@@ -79,6 +91,16 @@ GRPO_KEYS: dict[str, str] = {
     "clip_ratio": "actor/pg_clipfrac",
     "judge_s": "timing_s/reward",
     "num_turns": "num_turns/mean",
+    "step_s": "timing_s/step",
+    "gen_s": "timing_s/gen",
+    "ref_s": "timing_s/ref",
+    "old_log_prob_s": "timing_s/old_log_prob",
+    "update_actor_s": "timing_s/update_actor",
+    "update_weights_s": "timing_s/update_weights",
+    "tokens_per_gpu_per_s": "perf/throughput",
+    "mfu_actor": "perf/mfu/actor",
+    "max_memory_allocated_gb": "actor/perf/max_memory_allocated_gb",
+    "max_memory_reserved_gb": "actor/perf/max_memory_reserved_gb",
 }
 GRPO_COLUMNS: tuple[str, ...] = (
     "reward_mean",
@@ -91,9 +113,20 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "response_length",
     "clip_ratio",
     "judge_s",
+    "judge_wall_s",
     "judged",
     "num_turns",
     "tool_parse_failures",
+    "step_s",
+    "gen_s",
+    "ref_s",
+    "old_log_prob_s",
+    "update_actor_s",
+    "update_weights_s",
+    "tokens_per_gpu_per_s",
+    "mfu_actor",
+    "max_memory_allocated_gb",
+    "max_memory_reserved_gb",
 )
 SFT_KEYS: dict[str, str] = {
     "loss": "train/loss",
@@ -199,12 +232,15 @@ def grpo_rows(
             if reward_mode == "dense":
                 row["pass_ratio"] = scored_mean
         row.update(stats)
+        row["judge_wall_s"] = data.get(GRPO_KEYS["judge_s"])  # timing_s/reward: a wall-clock phase; the log's wins
         logged = (judge or {}).get(step)
         if logged:
             row["judged"] = int(logged["judged"])
             row["tool_parse_failures"] = int(logged.get("tool_parse_failures", 0))
             if row["judge_s"] is None:
                 row["judge_s"] = round(float(logged["judge_s"]), 4)
+            if logged.get("judge_wall_s") is not None:
+                row["judge_wall_s"] = round(float(logged["judge_wall_s"]), 4)
         rows.append(row)
     return rows
 
