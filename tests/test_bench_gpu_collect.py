@@ -47,3 +47,23 @@ def test_part_result_reads_stage_reports_written_as_folders(tmp_path):
     assert base["gen_tokens_per_s"] == 200.0
     rep = gpu.part_result(tmp_path, {"part": "repair", "rc": 0, "wall_s": 1.0})
     assert rep["steps"] == 7 and rep["metrics"]["train_runtime_s"] == 3.0
+
+
+def test_scaling_collect_reads_each_runs_last_step_from_the_cost_mirror(tmp_path):
+    """bench/gpu/scaling_collect.py: the step seconds come from the verl curves' cost mirror of each run
+    (metrics/cost/scale<N>/seed-1.tsv); speedup and efficiency are of the last step against the smallest GPU count."""
+    import pytest
+
+    spec = importlib.util.spec_from_file_location("scaling_collect", ROOT / "bench/gpu/scaling_collect.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for n, (first, last) in {1: (300.0, 200.0), 2: (180.0, 110.0), 4: (120.0, 62.5)}.items():
+        rows = [{"step": 1, "reward_mean": 0.0, "step_s": first}, {"step": 2, "reward_mean": 0.0, "step_s": last}]
+        vlogs.write_tsv(tmp_path / "metrics" / f"scale{n}" / "seed-1.tsv", rows, vlogs.GRPO_COLUMNS)
+    out = mod.collect(tmp_path, [1, 2, 4])
+    assert {k: r["step_s"] for k, r in out["runs"].items()} == {"1": 200.0, "2": 110.0, "4": 62.5}
+    assert out["speedup"] == {"1": 1.0, "2": 1.818, "4": 3.2}
+    assert out["efficiency"] == {"1": 1.0, "2": 0.909, "4": 0.8}
+    assert mod.collect(tmp_path, [2, 4])["reference_gpus"] == 2  # no 1-GPU run: relative to 2
+    with pytest.raises(SystemExit, match="no run has a step"):
+        mod.collect(tmp_path / "none", [1])

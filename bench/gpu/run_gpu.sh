@@ -120,6 +120,14 @@ run_part() {
     # model-only FSDP checkpoints it leaves (30 GB at 7B) are removed after it, or the disk fills by the third stage
     dvc:*) local st="${1#dvc:}"; part "dvc_${st%@*}" dvc repro --no-commit -s "$st"
       find .cache/train -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null; df -h . | tail -1 ;;
+    # GRPO scaling (bench/gpu/grpo_scaling.sh writes params.scale<N>.yaml): the 1.5B-shaped model, then one run per
+    # GPU count from it, same global batch
+    scale_model) part scale_model $PY stages/model.py --params params.scale4.yaml --out models/scale_base ;;
+    scale[0-9]*) local n="${1#scale}"
+      part "scale$n" $PY stages/grpo.py --params "params.scale$n.yaml" --seed 1 --model models/scale_base \
+        --out-root "models/scale$n" --metrics-root "metrics/scale$n" --eval-root "metrics/scale${n}_eval" \
+        --eval-dir "data/eval/scale$n"
+      find .cache/train -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null ;;
     # place:DIR: DIR becomes models/base hard-linked (no copy), standing in for a stage's output that an earlier
     # sitting produced, so a later stage can start on a 30-minute lease (the placement is a recorded part)
     place:*) local dest="${1#place:}"

@@ -110,6 +110,26 @@ def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(tmp_path):
         assert other["params"]["grpo"] == four["params"]["grpo"] and other["params"]["sft"] == four["params"]["sft"]
 
 
+def test_scaling_profiles_differ_only_in_the_gpu_count(tmp_path):
+    """The GRPO scaling runs (bench/gpu/grpo_scaling.sh) keep the global batch and every other verl setting: only
+    trainer.n_gpus_per_node differs between the 1-, 2- and 4-GPU profiles."""
+    name = "profiles/lent/qwen1p5b_random_scaling_{}xh100.yaml"
+    four = _effective(_params(tmp_path / "4", name.format(4)))
+    g = four["grpo"]
+    assert g["data.train_batch_size"] == "16" and g["actor_rollout_ref.rollout.n"] == "8"
+    assert g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "1" and g["trainer.total_training_steps"] == "2"
+    assert four["params"]["model"]["hidden_size"] == 1536 and four["params"]["model"]["layers"] == 28
+    for gpus in (2, 1):
+        other = _effective(_params(tmp_path / str(gpus), name.format(gpus)))
+        diff = {k for k in set(g) | set(other["grpo"]) if g.get(k) != other["grpo"].get(k)}
+        assert diff == {"trainer.n_gpus_per_node"} and other["grpo"]["trainer.n_gpus_per_node"] == str(gpus)
+        def strip(d):
+            return {k: v for k, v in d.items() if k not in ("profile", "verl")}
+
+        assert strip(other["params"]) == strip(four["params"])
+        assert {**other["params"]["verl"], "profile": None} == {**four["params"]["verl"], "profile": None}
+
+
 def test_no_profile_changes_nothing(tmp_path):
     path = _params(tmp_path, None, engine="local")
     assert load_params(path) == load_params(path, raw=True)
