@@ -58,7 +58,9 @@ def test_scaling_collect_reads_each_runs_last_step_from_the_cost_mirror(tmp_path
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     for n, (first, last) in {1: (300.0, 200.0), 2: (180.0, 110.0), 4: (120.0, 62.5)}.items():
-        rows = [{"step": 1, "reward_mean": 0.0, "step_s": first}, {"step": 2, "reward_mean": 0.0, "step_s": last}]
+        # the last step saves inside its timer: 10 s of save_checkpoint_s are not step time
+        rows = [{"step": 1, "reward_mean": 0.0, "step_s": first},
+                {"step": 2, "reward_mean": 0.0, "step_s": last + 10.0, "save_checkpoint_s": 10.0}]
         vlogs.write_tsv(tmp_path / "metrics" / f"scale{n}" / "seed-1.tsv", rows, vlogs.GRPO_COLUMNS)
     out = mod.collect(tmp_path, [1, 2, 4])
     assert {k: r["step_s"] for k, r in out["runs"].items()} == {"1": 200.0, "2": 110.0, "4": 62.5}

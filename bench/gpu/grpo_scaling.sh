@@ -14,11 +14,15 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 RES="${RES:-/root/gpu_results}"; SITE="${SITE:-/root/site}"; mkdir -p "$RES"
+export PART_TIMEOUT_S="${PART_TIMEOUT_S:-1500}"  # a 1-GPU run: start-up + 2 steps + its eval exceed run_gpu.sh's 540 s
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}" PATH="$SITE/bin:$PATH"
 counts=("$@"); [ ${#counts[@]} -eq 0 ] && counts=(1 4 2)
-for n in 1 2 4; do
+for n in "${counts[@]}"; do
+  [ -f "profiles/lent/qwen1p5b_random_scaling_${n}xh100.yaml" ] || { echo "no scaling profile for $n GPUs" >&2; exit 2; }
   sed "s#^profile:.*#profile: profiles/lent/qwen1p5b_random_scaling_${n}xh100.yaml#" params.yaml > "params.scale$n.yaml"
 done
+[ -f params.scale4.yaml ] || sed "s#^profile:.*#profile: profiles/lent/qwen1p5b_random_scaling_4xh100.yaml#" params.yaml \
+  > params.scale4.yaml  # the model part reads the 4-GPU profile (the model is the same in all three)
 [ -f models/scale_base/config.json ] || bash bench/gpu/run_gpu.sh scale_model
 bash bench/gpu/run_gpu.sh "${counts[@]/#/scale}"
 python3 bench/gpu/scaling_collect.py --root . --gpus "${counts[@]}" --out "$RES/scaling.json"

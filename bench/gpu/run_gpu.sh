@@ -6,6 +6,7 @@
 #
 # Parts: dvc:STAGE (that DVC stage, e.g. dvc:grpo@1, via `dvc repro --no-commit -s`; bench/gpu/dvc_setup.sh first),
 # place:DIR (models/base hard-linked at DIR, e.g. place:models/dpo: a stage output an earlier sitting made),
+# scale_model and scale<N> (GRPO scaling on N GPUs; bench/gpu/grpo_scaling.sh writes their params files),
 # env baseline_hf baseline_vllm baseline_openai sft grpo repair repair_tool big_baseline big_grpo big_sft big_openai
 # big_repair (big_*: the ~0.5B random-init models/big, built here when missing). Each runs a stage script
 # directly (no DVC), timed, with `nvidia-smi` sampling GPU memory every 0.5 s; its log goes to $RES/logs/<part>.log

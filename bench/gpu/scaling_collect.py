@@ -6,8 +6,10 @@ per step, :mod:`rlvr.train.verl.logs`) and writes one JSON object::
     {"runs": {"<N>": {"gpus": N, "steps": [{step, step_s, gen_s, update_actor_s, ...}], "step_s": <the last step's
      seconds>}}, "speedup": {"<N>": T1 / TN}, "efficiency": {"<N>": T1 / (N x TN)}, "reference_gpus": 1}
 
-``step_s`` of a run is its last step (the first carries the warm-up: at 7B 156 s, then 94 and 111 s); speedup and
-efficiency are against the smallest GPU count present (the 1-GPU run when it finished). Strong scaling: the global
+``step_s`` of a run is its last step's ``step_s`` less its ``save_checkpoint_s`` (verl saves inside the step's timer,
+and the last step always saves; a sharded save does not scale like the step's compute), the first step carrying the
+warm-up (at 7B 156 s, then 94 and 111 s); speedup and efficiency are against the smallest GPU count present (the
+1-GPU run when it finished). Strong scaling: the global
 batch is the same in every run (the profiles differ only in ``n_gpus_per_node``; tests/config/test_profiles.py).
 
     python bench/gpu/scaling_collect.py --root . --gpus 1 2 4 --out scaling.json
@@ -39,7 +41,9 @@ def collect(root: Path, gpus: list[int]) -> dict[str, Any]:
     for n in gpus:
         steps = [r for r in read_steps(root / "metrics" / "cost" / f"scale{n}" / "seed-1.tsv") if r.get("step_s")]
         if steps:
-            runs[str(n)] = {"gpus": n, "steps": steps, "step_s": steps[-1]["step_s"]}
+            last = steps[-1]
+            runs[str(n)] = {"gpus": n, "steps": steps,
+                            "step_s": round(last["step_s"] - (last.get("save_checkpoint_s") or 0.0), 3)}
     if not runs:
         raise SystemExit(f"no run has a step: {root / 'metrics' / 'cost'}/scale<N>/seed-1.tsv")
     ref = min(runs.values(), key=lambda r: r["gpus"])

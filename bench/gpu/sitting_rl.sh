@@ -18,12 +18,16 @@ jl() {  # jl LABEL ARGS...: one judge_load run
    python3 bench/gpu/judge_load.py --problems data/governance/problems/humanevalplus-v0.1.10.jsonl \
      --reward-workers 8 --concurrency 64 --rounds 2 --burn 16 --label "$label" --out "$RES/judge_load_$label.json" "$@")
 }
+rm -f "$RES/logs/dvc_repair.log"  # a log of an earlier call would start the load at once
 (
   until grep -q "^== dvc_repair" "$RES/logs/dvc_repair.log" 2>/dev/null; do sleep 5; done
   sleep "${JL_DELAY_S:-330}"
   jl node_sharded --pool node
   jl process --pool process --judge-workers 8
 ) > "$RES/judge_load.log" 2>&1 &
+jl_pid=$!
 bash bench/gpu/run_gpu.sh dvc:model place:models/sft place:models/dpo place:models/grpo/seed-1 dvc:repair dvc:grpo@1 \
   dvc:eval
+# the repair stage never started (e.g. run_gpu.sh stopped early): the load has nothing to wait for
+[ -f "$RES/logs/dvc_repair.log" ] || kill "$jl_pid" 2>/dev/null
 wait

@@ -166,6 +166,13 @@ class _FakeLLM:
         return self._res(prompts, sampling_params)
 
 
+@pytest.fixture(autouse=True)
+def _no_multiproc_method_leak(monkeypatch):
+    """The vllm backend sets VLLM_WORKER_MULTIPROC_METHOD in os.environ; each test's teardown removes it again."""
+    monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "x")
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD")
+
+
 def test_vllm_parameter_mapping_with_fake_module(monkeypatch):
     fake = types.ModuleType("vllm")
     fake.LLM = _FakeLLM
@@ -245,7 +252,8 @@ def test_vllm_engine_processes_are_spawned_not_forked(monkeypatch):
 
     fake.LLM = _LLM
     monkeypatch.setitem(sys.modules, "vllm", fake)
-    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD", raising=False)
+    monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "x")  # registered, so teardown removes what the backend sets
+    monkeypatch.delenv("VLLM_WORKER_MULTIPROC_METHOD")
     make_generator("vllm", model="m")
     monkeypatch.setenv("VLLM_WORKER_MULTIPROC_METHOD", "fork")
     make_generator("vllm", model="m")

@@ -2,9 +2,10 @@
 
 Run on a GPU machine with ``pytest -m gpu tests/generate/test_vllm_gpu.py`` (needs the wheels of bench/gpu/wheels.txt
 and ``VLLM_USE_FLASHINFER_SAMPLER=0`` where flashinfer is not installed; docs/training/gpu.md). The whole GPU suite,
-stage by stage, is ``bench/gpu/run_gpu.sh``. Passed on the lent H100 (vLLM 0.26.0) under pytest with the default
-(fork) engine-core start, once ``tests/conftest.py`` stopped initialising CUDA in the pytest process and the model was
-the pipeline's tiny size: with ``train_fixtures.build_model``'s 1-layer hidden-32 Qwen2 the engine core compiled,
+stage by stage, is ``bench/gpu/run_gpu.sh``. Passed on the lent H100 (vLLM 0.26.0) under pytest with vLLM's then
+default (fork) engine-core start, once ``tests/conftest.py`` stopped initialising CUDA in the pytest process and the
+model was the pipeline's tiny size (the backend now spawns the engine's processes, rlvr.generate.vllm_offline):
+with ``train_fixtures.build_model``'s 1-layer hidden-32 Qwen2 the engine core compiled,
 captured CUDA graphs and then never reported ready (outside pytest too; cause inside vLLM not established).
 """
 
@@ -80,3 +81,6 @@ def test_vllm_engine_starts_after_cuda_was_used_in_the_process(tmp_path):
     proc = subprocess.run([sys.executable, str(tmp_path / "after_cuda.py")], capture_output=True, text=True,
                           env=env, timeout=600, cwd=root)
     assert proc.returncode == 0 and "OK" in proc.stdout, proc.stderr[-3000:]
+    # spawn was chosen by the backend before vLLM's own check (which logs this line when it has to step in; on the
+    # 4 x H100 it did not, and the forked engine core died)
+    assert "Overriding VLLM_WORKER_MULTIPROC_METHOD" not in proc.stderr + proc.stdout

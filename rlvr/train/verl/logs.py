@@ -37,13 +37,15 @@ judge_wall_s       wall seconds during which at least one of the step's samples 
                    judging); ``judge_wall_s / step_s`` is the judge's wall-time share (cost mirror)
 step_s, gen_s,     ``timing_s/step``, ``timing_s/gen`` (rollout; verl 0.9's agent loop scores each rollout as
 ref_s,             it finishes, so the reward is inside it), ``timing_s/ref``, ``timing_s/old_log_prob``,
-old_log_prob_s,    ``timing_s/update_actor``, ``timing_s/update_weights`` (seconds; cost mirror)
-update_actor_s,
-update_weights_s
+old_log_prob_s,    ``timing_s/update_actor``, ``timing_s/update_weights``, ``timing_s/save_checkpoint`` (seconds;
+update_actor_s,    cost mirror). verl 0.9.1 saves inside the step's timer, so a saving step's ``step_s`` includes
+update_weights_s,  ``save_checkpoint_s`` (the last step always saves: ``save_freq`` -1 maps to "at the end")
+save_checkpoint_s
 tokens_per_gpu_per_s  ``perf/throughput``: the step's tokens / step seconds / GPUs (cost mirror)
 mfu_actor          ``perf/mfu/actor``: the actor update's model FLOPs utilisation, 0–1 (cost mirror)
 max_memory_allocated_gb, max_memory_reserved_gb  ``actor/perf/max_memory_*``: the torch allocator's peak on the
-                   training ranks, GB (verl's figure, not nvidia-smi's whole device; cost mirror)
+                   training ranks since the worker started (verl never resets it: a running maximum, not the step's
+                   own peak), GB (verl's figure, not nvidia-smi's whole device; cost mirror)
 judged             samples in the judge log for the step (empty without a judge log)
 num_turns          ``num_turns/mean``: messages per episode (prompt + responses + tool responses; 2 = one answer
                    and no tool call; above 2 in repair only when the policy called a tool)
@@ -97,6 +99,7 @@ GRPO_KEYS: dict[str, str] = {
     "old_log_prob_s": "timing_s/old_log_prob",
     "update_actor_s": "timing_s/update_actor",
     "update_weights_s": "timing_s/update_weights",
+    "save_checkpoint_s": "timing_s/save_checkpoint",
     "tokens_per_gpu_per_s": "perf/throughput",
     "mfu_actor": "perf/mfu/actor",
     "max_memory_allocated_gb": "actor/perf/max_memory_allocated_gb",
@@ -123,6 +126,7 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "old_log_prob_s",
     "update_actor_s",
     "update_weights_s",
+    "save_checkpoint_s",
     "tokens_per_gpu_per_s",
     "mfu_actor",
     "max_memory_allocated_gb",
