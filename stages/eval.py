@@ -15,6 +15,7 @@ samples, resumable journals). Re-running resumes from the journals; a re-run wit
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from rlvr.eval.final import EvalParams, run_eval
@@ -31,11 +32,9 @@ def main(params: Params, problems_dir: Path, out_dir: Path, metrics_dir: Path) -
     """Score every phase's model that exists on disk; list the others as not run."""
     cfg = params.section("eval", EvalParams)
 
-    def make_gen(model_dir: Path):
-        return make_phase_generator(cfg, model_dir)
-
     with open_judge(params.path, get_judge) as judge:
-        summary = run_eval(cfg, judge, make_gen, problems_dir, out_dir, metrics_dir, params=params.raw())
+        summary = run_eval(cfg, judge, partial(make_phase_generator, cfg), problems_dir, out_dir, metrics_dir,
+                           params=params.raw())
     lines = [f"{phase}: " + ", ".join(f"{d}={m.get('accepted@1')}" for d, m in dsets.items())
              for phase, dsets in summary["phases"].items()]
     if summary["not_run"]:

@@ -9,7 +9,14 @@ from pydantic import Field
 
 from rlvr.config import Section
 
-__all__ = ["BackendParams"]
+__all__ = ["BackendParams", "check_vllm_only"]
+
+
+def check_vllm_only(name: str, backend: str, enforce_eager: bool) -> None:
+    """Raise ``ValueError`` naming ``name`` when ``enforce_eager`` is set with a ``backend`` other than ``vllm``
+    (which would ignore it: a param an engine ignores is an error, not a no-op)."""
+    if enforce_eager and backend != "vllm":
+        raise ValueError(f"{name} is a vllm setting; backend {backend!r} would ignore it")
 
 
 class BackendParams(Section):

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from rlvr.config import Section
 from rlvr.data.bundled import canonical_name, sha256_file
 from rlvr.data.schema import Problem, read_problems
-from rlvr.eval.backend import BackendParams
+from rlvr.eval.backend import BackendParams, check_vllm_only
 from rlvr.eval.protocol import evaluate
 from rlvr.eval.provenance import model_tag
 from rlvr.generate import Generator, SamplingParams, make_generator
@@ -71,8 +71,7 @@ class BaselineParams(BackendParams):
             missing = [d.name for d in self.datasets if d.name not in self.samples]
             if missing:
                 raise ValueError(f"backend 'samples' needs a samples file for datasets {missing}")
-        if self.enforce_eager and self.backend != "vllm":
-            raise ValueError(f"enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
+        check_vllm_only("enforce_eager", self.backend, self.enforce_eager)
         return self
 
 
@@ -108,7 +107,7 @@ def make_baseline_generator(cfg: BaselineParams, dataset: str | None = None) -> 
         return make_generator("vllm", model=cfg.model, tensor_parallel_size=cfg.tensor_parallel_size,
                               gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
                               seed=cfg.sampling.seed or 0,
-                              llm_kwargs={"enforce_eager": True} if cfg.enforce_eager else None)
+                              enforce_eager=cfg.enforce_eager)
     if dataset is None:
         raise ValueError("samples backend: a dataset name is needed to pick the samples file")
     return make_generator("samples", path=cfg.samples[dataset])

@@ -15,6 +15,7 @@ from pydantic import Field, field_validator, model_validator
 
 from rlvr.config import ConfigError, Section
 from rlvr.data.bundled import canonical_name
+from rlvr.eval.backend import check_vllm_only
 from rlvr.generate.base import SamplingParams
 
 __all__ = ["EvalDataset", "EvalParams", "PhaseSpec", "check_tuning_stages", "dataset_roles", "load_params",
@@ -91,8 +92,7 @@ class EvalParams(Section):
             raise ValueError("eval.greedy: EVAL@1 is greedy, temperature must be 0")
         if any(k < 1 or k > self.n for k in self.ks):
             raise ValueError(f"eval.ks={self.ks}: every k must be in [1, n={self.n}]")
-        if self.enforce_eager and self.backend != "vllm":
-            raise ValueError(f"eval.enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
+        check_vllm_only("eval.enforce_eager", self.backend, self.enforce_eager)
         if self.headline is not None:
             base, sep, seed = self.headline.rpartition("_seed")
             names = {p.name for p in self.phases}
@@ -111,7 +111,7 @@ def make_phase_generator(cfg: EvalParams, model_dir: str | Path) -> Any:
 
     if cfg.backend == "vllm":
         return make_generator("vllm", model=str(model_dir), seed=cfg.sampling.seed or 0,
-                              llm_kwargs={"enforce_eager": True} if cfg.enforce_eager else None)
+                              enforce_eager=cfg.enforce_eager)
     return make_generator("hf", model=str(model_dir), device=cfg.device, batch_size=cfg.batch_size,
                           num_threads=cfg.cpu_threads)
 

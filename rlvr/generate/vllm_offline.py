@@ -61,8 +61,9 @@ class VLLMGenerator:
         model: folder or Hub id (resolved with :func:`rlvr.model.resolve_model_ref`).
         tensor_parallel_size: GPUs per engine. gpu_memory_utilization: fraction of GPU memory vLLM may take.
         max_model_len: context length cap (tokens; ``None`` = the model's). dtype: ``"auto"``, ``"bfloat16"`` …
-        seed: engine seed. llm_kwargs: further ``vllm.LLM`` keyword arguments (cannot override
-            ``generation_config``).
+        seed: engine seed. enforce_eager: ``vllm.LLM(enforce_eager=True)`` (no CUDA-graph capture or torch.compile at
+            start-up; :class:`rlvr.eval.backend.BackendParams`). llm_kwargs: further ``vllm.LLM`` keyword arguments
+            (cannot override ``generation_config``).
     Raises ``ImportError`` (with install hint) when vLLM is not installed.
     """
 
@@ -74,6 +75,7 @@ class VLLMGenerator:
         max_model_len: int | None = None,
         dtype: str = "auto",
         seed: int = 0,
+        enforce_eager: bool = False,
         llm_kwargs: dict[str, Any] | None = None,
     ) -> None:
         try:
@@ -94,6 +96,8 @@ class VLLMGenerator:
         }
         if max_model_len is not None:
             kwargs["max_model_len"] = max_model_len
+        if enforce_eager:
+            kwargs["enforce_eager"] = True
         kwargs.update(llm_kwargs or {})
         kwargs["generation_config"] = "vllm"  # never the model's generation_config.json defaults
         os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")  # module doc: never fork after CUDA use

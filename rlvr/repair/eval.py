@@ -29,7 +29,7 @@ from pydantic import Field, model_validator
 
 from rlvr.data.schema import Problem
 from rlvr.data.synthetic import SyntheticParams
-from rlvr.eval.backend import BackendParams
+from rlvr.eval.backend import BackendParams, check_vllm_only
 from rlvr.eval.baseline import DatasetSelection
 from rlvr.generate import Generator, SamplingParams
 from rlvr.io import atomic_write_jsonl
@@ -73,8 +73,7 @@ class RepairParams(EnvConfig, BackendParams):
                 if val != self.turn_tokens:
                     raise ValueError(f"repair.turn_tokens={self.turn_tokens} and repair.{key}={val} disagree (both "
                                      "are the per-turn token budget)")
-        if self.enforce_eager and self.backend != "vllm":
-            raise ValueError(f"repair.enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
+        check_vllm_only("repair.enforce_eager", self.backend, self.enforce_eager)
         return self
 
     def env(self) -> EnvConfig:

@@ -47,6 +47,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.train.verl.overrides import VerlParams, grpo_command, grpo_overrides, load_profile, write_overrides
 
     vcfg = load_section("verl", VerlParams, params_path)
+    hw = load_profile(vcfg.profile)
     if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
         budget = cfg.turns * cfg.turn_tokens + (cfg.turns - 1) * cfg.feedback_chars
         vcfg = vcfg.model_copy(update={"max_response_length": budget})
@@ -62,12 +63,12 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
     overrides = grpo_overrides(
-        cfg.train, vcfg, load_profile(vcfg.profile), train_files=train_f.resolve(), val_files=val_f.resolve(),
+        cfg.train, vcfg, hw, train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
         reward_shaping=reward_shaping,
         section="repair.train",
-        ray_env=vlaunch.worker_env(log_path, load_profile(vcfg.profile)),
+        ray_env=vlaunch.worker_env(log_path, hw),
     ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
@@ -75,7 +76,6 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         check = vlaunch.preflight
     if check is not None:
         check(vlaunch.propagated_env(), None)
-    hw = load_profile(vcfg.profile)
     vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
                                     "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
     rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from rlvr.config import Section
+from rlvr.eval.backend import check_vllm_only
 
 __all__ = ["JOB_FILE", "TEXTS_FILE", "DPOMining", "generate_texts", "main", "run_child"]
 
@@ -56,8 +57,7 @@ class DPOMining(Section):
     def _vllm_in_a_child(self) -> DPOMining:
         if self.backend == "vllm" and self.process != "child":
             raise ValueError("backend vllm needs process: child (the training launch needs the GPUs the engine holds)")
-        if self.enforce_eager and self.backend != "vllm":
-            raise ValueError(f"dpo.mining.enforce_eager is a vllm setting; backend {self.backend!r} would ignore it")
+        check_vllm_only("dpo.mining.enforce_eager", self.backend, self.enforce_eager)
         return self
 
 
@@ -71,7 +71,7 @@ def generate_texts(model_dir: str | Path, prompts: Sequence[Any], k: int, sampli
     if mining.backend == "vllm":
         gen = make_generator("vllm", model=str(model_dir), tensor_parallel_size=mining.tensor_parallel_size,
                              gpu_memory_utilization=mining.gpu_memory_utilization, seed=sampling.seed or 0,
-                             llm_kwargs={"enforce_eager": True} if mining.enforce_eager else None)
+                             enforce_eager=mining.enforce_eager)
     else:
         gen = make_generator("hf", model=str(model_dir), batch_size=mining.batch_size)
     return [[c.text for c in o] for o in gen.generate(list(prompts), k, sampling)]
