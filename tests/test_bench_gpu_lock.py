@@ -37,3 +37,70 @@ def test_a_malformed_lock_row_names_the_line(tmp_path):
     bad.write_text("# header\nname 1.0 abc\n")
     with pytest.raises(SystemExit, match=r"w\.txt:2: expected 'name version sha256 filename'"):
         _fetch().read_lock(bad)
+
+
+# the stages dvc runs on a GPU machine (governance and manifests run on CPU; their outputs are carried)
+GPU_STAGES = ["model", "baseline", "sft", "dpo", "grpo", "repair", "eval"]
+# imported only where present: wandb (resolve.py SKIP; rlvr.eval.tracking imports it inside a try, when tracking is
+# on) and literal_scan (the sandbox's top-level name for rlvr/judge/literal_scan.py, tried before the package import)
+OPTIONAL = {"wandb", "literal_scan"}
+
+
+def _third_party_imports(stage: str) -> dict[str, str]:
+    """Top-level third-party module -> the first file importing it, over the stage script and every rlvr module it
+    reaches through any import statement (module-level or inside a function: a lazy import runs too)."""
+    import ast
+    import sys
+
+    def module_file(name: str) -> Path | None:
+        base = ROOT / name.replace(".", "/")
+        for p in (base.with_suffix(".py"), base / "__init__.py"):
+            if p.exists():
+                return p
+        return None
+
+    seen: set[Path] = set()
+    third: dict[str, str] = {}
+    stack = [ROOT / f"stages/{stage}.py"]
+    while stack:
+        path = stack.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top == "rlvr":
+                    if (q := module_file(name)) is not None:
+                        stack.append(q)
+                elif top not in sys.stdlib_module_names:
+                    third.setdefault(top, str(path.relative_to(ROOT)))
+    return third
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+@pytest.mark.parametrize("stage", GPU_STAGES)
+def test_the_gpu_machine_has_every_package_a_gpu_stage_imports(stage):
+    """The final eval died on the lent 4 x H100 with `No module named 'datasketch'` (a lazy import of
+    rlvr.data.governance): every package a GPU-run stage can import is in the GPU lock or on the machine's image."""
+    import importlib.metadata as md
+
+    dists = md.packages_distributions()
+    have = {_norm(n) for n, *_ in _fetch().read_lock(ROOT / "bench/gpu/wheels.txt")}
+    for line in (ROOT / "bench/gpu/machine_pkgs.txt").read_text().splitlines():
+        if not line.startswith("#"):
+            have |= {_norm(n) for n in line.split()}
+    missing = {
+        mod: where for mod, where in _third_party_imports(stage).items()
+        if mod not in OPTIONAL and not {_norm(d) for d in dists.get(mod, [mod])} & have
+    }
+    assert not missing, f"stages/{stage}.py reaches packages the GPU machine lacks: {missing}"

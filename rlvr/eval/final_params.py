@@ -123,7 +123,9 @@ def dataset_roles(params: Mapping[str, Any]) -> Callable[[str, Sequence[str] | N
     Returns ``roles(dataset, splits) -> set of roles``: every governance entry whose slug
     (:func:`rlvr.data.governance.dataset_slug`) is ``dataset`` and whose ``splits`` (``None`` = all) meet ``splits``
     (``None`` = any). Empty set for a dataset governance does not list."""
-    from rlvr.data.governance import dataset_slug
+    # dataset_slug is canonical_name; importing rlvr.data.governance would pull datasketch (governance-only, not in
+    # the GPU wheel set: the final eval failed on the lent 4 x H100 with ModuleNotFoundError)
+    from rlvr.data.bundled import canonical_name as dataset_slug
 
     entries = (params.get("governance") or {}).get("datasets") or []
 
