@@ -155,6 +155,7 @@ def run_baseline(cfg: BaselineParams, judge: Any, problems_dir: str | Path, out_
         )
     report["protocol"] = {
         "backend": cfg.backend,
+        "enforce_eager": cfg.enforce_eager,  # vLLM without CUDA graphs: other kernels, possibly other greedy tokens
         "model": resolve_model_ref(cfg.model) if cfg.backend != "samples" else None,
         "model_tag": next(iter(tags.values())) if len(set(tags.values())) == 1 else tags,
         "sampling": cfg.sampling.model_dump(mode="json"),

@@ -22,6 +22,8 @@ Protocol (recorded in every metrics file under ``"protocol"``):
   generated and judged; a re-run loads the journal (last row per key wins, a torn last line is ignored) and
   generates/judges only the missing pairs. Rows judged by another judge version are re-judged (completion kept).
   Final files (``samples/``, ``per_task/``, metrics) are written atomically from the de-duplicated rows.
+* **Engine**: the generation backend and vLLM's ``enforce_eager`` (no CUDA graphs: other kernels, which can change a
+  greedy token) are part of the protocol, recorded with the rest.
 * **Same inputs, same bytes**: journals and ``samples/`` hold no measured time (:func:`rlvr.eval.protocol.stored_row`);
   the judge seconds of the rows judged in this run go to the cost files (``metrics/cost/final/eval_<phase>/``).
 """
@@ -249,7 +251,8 @@ def run_eval(
             if k_rows is not None:
                 atomic_write_jsonl(pdir / "samples" / f"{ds}.k.jsonl", map(stored_row, k_rows))
         report["protocol"] = {
-            "phase": name, "model": mh, "backend": cfg.backend, "prompt_template_sha256": template_sha,
+            "phase": name, "model": mh, "backend": cfg.backend, "enforce_eager": cfg.enforce_eager,
+            "prompt_template_sha256": template_sha,
             "greedy": cfg.greedy.model_dump(mode="json"), "sampling": cfg.sampling.model_dump(mode="json"),
             "n": cfg.n, "ks": list(cfg.ks), "budget_tokens": cfg.budget_tokens, "judge": judge_info,
             "libraries": libs, "bootstrap": {"B": cfg.bootstrap, "alpha": cfg.alpha, "seed": cfg.seed},

@@ -234,6 +234,7 @@ def run_repair_stage(cfg: RepairParams, judge: Any, problems_dir: str | Path, ou
         report[sel.name] = run_repair(problems, g, judge, env, cfg.sampling, out_dir / "traces" / f"{sel.name}.jsonl")
     report["protocol"] = {
         "backend": cfg.backend,
+        "enforce_eager": cfg.enforce_eager,
         "model": None if cfg.backend == "samples" else (cfg.model or default_model()),
         "mode": cfg.mode,
         "turns": cfg.turns,

@@ -306,6 +306,7 @@ def test_final_scores_are_one_file_per_dataset_so_a_phase_view_fits_a_terminal(t
         assert max(len(k) for k in keys) <= 16 and len(keys) <= 13
     whole = read_metrics_folder(folder)
     assert set(whole) == {"syn", "humanevalplus-v0.1.10", "protocol"} and whole["protocol"]["n"] == 2
+    assert whole["protocol"]["enforce_eager"] is False
     assert whole["syn"]["dataset"]["n_problems"] == 6 and "judge_s_mean" in whole["syn"]
     assert not (tmp_path / "metrics" / "eval_baseline.json").exists()
 

@@ -150,6 +150,7 @@ def test_run_baseline_with_samples_backend(tmp_path):
     rep = run_baseline(cfg, FakeJudge(), pdir, tmp_path / "out")
     assert rep["humaneval"]["accepted@1"] == 1.0 and rep["humaneval"]["n_tasks"] == 1
     assert rep["protocol"]["sampling"]["temperature"] == 0.0 and rep["protocol"]["backend"] == "samples"
+    assert rep["protocol"]["enforce_eager"] is False  # part of the protocol: it can change the decoding kernels
     assert (tmp_path / "out" / "samples" / "humaneval.jsonl").is_file()
     assert (tmp_path / "out" / "qa" / "humaneval" / "accepted.jsonl").read_text().count("\n") == 1
     assert (tmp_path / "out" / "per_task" / "humaneval.json").is_file()

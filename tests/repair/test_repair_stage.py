@@ -66,6 +66,8 @@ def test_repair_stage_cli(tmp_path):
     assert m["recovery_rate"] == 0.5 and m["first_turn_failures"] == 2
     assert m["accepted_at_turn"] == pytest.approx([1 / 3, 2 / 3, 2 / 3])
     assert m["mean_turns"] == pytest.approx((2 + 3 + 1) / 3) and m["sandbox_errors"] == 0
+    protocol = repair_report(read_metrics(tmp_path / "metrics" / "repair.json"))["protocol"]
+    assert protocol["backend"] == "samples" and protocol["enforce_eager"] is False and protocol["turns"] == 3
     traces = (tmp_path / "out" / "traces" / "synthetic.jsonl").read_text().splitlines()
     assert len(traces) == 3 and json.loads(traces[0])["accepted"] is True
 
