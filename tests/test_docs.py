@@ -246,6 +246,35 @@ def test_built_site_has_no_rows_or_items_rendered_as_text(site: Path) -> None:
     assert not bad, "\n".join(bad)
 
 
+def _xrefs_hook():
+    spec = importlib.util.spec_from_file_location("xrefs", ROOT / "docs_hooks" / "xrefs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_xrefs_hook_turns_sphinx_roles_into_optional_autorefs() -> None:
+    sub = _xrefs_hook().on_page_content
+    assert sub("see :func:<code>rlvr.io.read_metrics</code>.", None, None, None) == (
+        'see <autoref identifier="rlvr.io.read_metrics" optional><code>rlvr.io.read_metrics</code></autoref>.')
+    assert sub(":class:<code>~rlvr.config.Section</code>", None, None, None) == (
+        '<autoref identifier="rlvr.config.Section" optional><code>Section</code></autoref>')
+    assert "()</code>" in sub(":meth:<code>Judge.run_code()</code>", None, None, None)
+    assert 'identifier="rlvr.data.schema.ground_truth"' in sub(":func:<code>rlvr.data.schema.\nground_truth</code>",
+                                                                None, None, None)  # wrapped in the docstring
+    assert sub("a <code>:func:</code> and :func: alone", None, None, None) == "a <code>:func:</code> and :func: alone"
+
+
+@pytest.mark.slow
+def test_api_pages_link_their_cross_references(site: Path) -> None:
+    """The docstrings' ``:func:`…``` roles are links on the API pages (docs_hooks/xrefs.py), none left as text."""
+    left = [f.relative_to(site) for f in (site / "reference").rglob("*.html")
+            if re.search(r":(func|class|meth|mod|attr|data|exc):<code>", f.read_text(encoding="utf-8"))]
+    assert not left, left
+    model = (site / "reference" / "model" / "index.html").read_text(encoding="utf-8")
+    assert 'href="../io/#rlvr.io.atomic_dir"' in model  # :func:`rlvr.io.atomic_dir` in rlvr.model's docstrings
+
+
 def test_html_checks_can_fail(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "index.html").write_text(
