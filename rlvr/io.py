@@ -129,8 +129,11 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 # ------------------------------------------------------------------------------------------------- metrics layout
 # What a reviewer diffs (issue 29; DESIGN.md "Metrics are what a reviewer diffs"): the file a stage declares as DVC
 # `metrics` holds scores only, so `dvc metrics diff` between two clean runs is empty; seconds, throughput and tokens
-# spent go to a cost file, everything else (counts, verdict breakdowns, hashes, versions, protocol, training
-# diagnostics) to a provenance file. The three are a lossless split: merge_metrics(*split_metrics(r)) == r.
+# spent go to a cost file, and so does what the run took from the local cache or a journal instead of computing it
+# (`resumed_from_step`, `resumed_tasks`: it follows the machine's cache, not the inputs, like a time follows the
+# load); everything else (counts, verdict breakdowns, hashes, versions, protocol, training diagnostics) goes to a
+# provenance file, which is then the same for the same inputs. The three are a lossless split:
+# merge_metrics(*split_metrics(r)) == r.
 
 #: leaf keys that are scores (accepted@1, pass@k, pass_ratio: :mod:`rlvr.eval.metrics`; recovery: :mod:`rlvr.repair`;
 #: accepted_fraction: the judge check's canonical solutions).
@@ -145,9 +148,11 @@ SCORE_CHILD = frozenset({"lo", "hi", "mean", "std"})
 PROVENANCE_BLOCK = frozenset({"protocol", "dataset", "verdicts", "eval@k", "phases", "training", "rollouts",
                               "by_template", "evalplus", "eval@budget"})
 #: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, model FLOPs
-#: utilisation (``mfu*``), memory, tokens spent.
+#: utilisation (``mfu*``), memory, tokens spent, and the work a run resumed instead of doing (``resumed_*``: the
+#: training step it resumed from, ``resumed_from_step``; the eval tasks taken from a journal, ``resumed_tasks``),
+#: which follows the local cache, not the stage's inputs.
 COST_KEY = re.compile(r"(_s|_s_mean|_s_p\d+|_s_per_solved|_per_s|_mb|_gb)$|^throughput|^mfu|^(peak_)?memory|^rss|"
-                      r"^(avg_generated_tokens|tokens_per_solved|mean_tokens)$")
+                      r"^(avg_generated_tokens|tokens_per_solved|mean_tokens)$|^resumed_")
 
 
 def _kind(path: tuple[str, ...], value: Any) -> str:
@@ -169,7 +174,8 @@ def split_metrics(report: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str
     """``(scores, cost, provenance)``: the leaves of a stage's nested report dict by kind. Scores are numeric leaves
     keyed ``accepted@1``, ``pass@k``, ``pass_ratio(_mean)``, ``recovery_rate``, ``final_accepted``,
     ``accepted_fraction``, and a score's CI bounds / seed mean and std (``ci.accepted@1.lo``, ``…pass@4.std``); cost are
-    seconds, throughput, memory and tokens spent; the rest (and anything under ``protocol``, ``dataset``, ``verdicts``,
+    seconds, throughput, memory and tokens spent, and the work resumed from the local cache (``resumed_*``:
+    :data:`COST_KEY`); the rest (and anything under ``protocol``, ``dataset``, ``verdicts``,
     ``eval@k``, ``phases``, ``training``, ``rollouts``, ``by_template``, ``evalplus``, ``eval@budget``) is provenance.
     Empty dicts stay in provenance so the split is lossless (:func:`merge_metrics`). Raises ``TypeError`` when
     ``report`` is not a dict."""

@@ -27,8 +27,9 @@ DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
 #: the shapes the stages write (baseline-style eval, final eval, repair, training summary), abridged
 EVAL = {"synthetic": {"accepted@1": 0.5, "pass@1": 0.5, "pass@4": 0.75, "pass_ratio_mean": 0.6, "n_tasks": 18,
                       "gen_wall_s": 3.2, "judge_s_mean": 0.01, "judge_s_p95": 0.02, "throughput_tokens_per_s": 400.0,
-                      "avg_generated_tokens": 52.5, "verdicts": {"accepted": {"count": 9, "fraction": 0.5},
-                                                                 "runtime_error": {"count": 9, "fraction": 0.5}},
+                      "avg_generated_tokens": 52.5, "resumed_tasks": 0,
+                      "verdicts": {"accepted": {"count": 9, "fraction": 0.5},
+                                   "runtime_error": {"count": 9, "fraction": 0.5}},
                       "ci": {"accepted@1": {"lo": 0.3, "hi": 0.7, "value": 0.5, "n": 18, "B": 1000, "alpha": 0.05}},
                       "eval@k": {"pass@1": 0.5, "gen_wall_s": 1.0}, "role": "dev", "greedy": True,
                       "eval@budget": {"accepted@1": 0.4}, "evalplus": {"base": {"accepted@1": 0.6}},
@@ -36,9 +37,11 @@ EVAL = {"synthetic": {"accepted@1": 0.5, "pass@1": 0.5, "pass@4": 0.75, "pass_ra
         "protocol": {"model": "models/sft", "judge": {"version": "rlvr-judge/2", "output_limit_mb": 64},
                      "libraries": {"torch": "2.5.1"}}}
 TRAIN = {"dev": {"accepted@1": 0.7, "pass_ratio": 0.7, "by_template": {"add": 1.0}}, "train_loss": 1.01437,
-         "train_runtime_s": 1.8, "steps": 240, "seed": 1, "reward_last": 0.4}
+         "train_runtime_s": 1.8, "steps": 240, "seed": 1, "reward_last": 0.4, "resumed_from_step": 240}
 REPAIR = {"synthetic": {"recovery_rate": 0.8, "final_accepted": 0.9, "accepted_at_turn": [0.6, 0.9], "judge_s": 0.3},
-          "training": {"rollout_s": 56.6, "stage_wall_s": 69.4, "steps": 20, "engine": "local"}}
+          "training": {"rollout_s": 56.6, "stage_wall_s": 69.4, "steps": 20, "engine": "local",
+                       "resumed_from_step": 0, "warmup": {"rows": 596, "steps": 75, "loss": 0.5,
+                                                          "resumed_from_step": 75}}}
 SUMMARY = {"phases": {"sft": {"synthetic": {"accepted@1": 0.5, "ci": {"accepted@1": {"lo": 0.3, "hi": 0.7}}}}},
            "seeds": {"grpo": {"synthetic": {"accepted@1": {"mean": 0.6, "std": 0.1, "n": 2}}}},
            "headline": {"phase": "grpo", "seeds": 2, "synthetic": {"accepted@1": 0.6, "role": "dev"}}, "not_run": []}
@@ -62,18 +65,22 @@ def test_scores_are_scores_cost_is_measured_and_the_rest_is_provenance():
                            "synthetic.ci.accepted@1.lo", "synthetic.ci.accepted@1.hi"}
     assert set(cost) == {"synthetic.gen_wall_s", "synthetic.judge_s_mean", "synthetic.judge_s_p95",
                          "synthetic.throughput_tokens_per_s", "synthetic.avg_generated_tokens",
-                         "synthetic.eval@k.gen_wall_s"}
+                         "synthetic.eval@k.gen_wall_s", "synthetic.resumed_tasks"}
     assert {"synthetic.verdicts.accepted.count", "synthetic.ci.accepted@1.value", "synthetic.eval@k.pass@1",
             "synthetic.dataset.problems_sha256", "protocol.judge.output_limit_mb", "protocol.libraries.torch",
             "synthetic.role", "synthetic.greedy", "synthetic.eval@budget.accepted@1",
             "synthetic.evalplus.base.accepted@1"} <= set(prov)
-    # training summaries: the dev scores only; loss and reward (last bits vary run to run) are provenance
+    # training summaries: the dev scores only; loss and reward (last bits vary run to run) are provenance; the step a
+    # run resumed from (and an eval's tasks resumed from its journal) follows the local cache: cost, as the seconds
     scores, cost, prov = (_leaves(p) for p in split_metrics(TRAIN))
     assert set(scores) == {"dev.accepted@1", "dev.pass_ratio"}
-    assert set(cost) == {"train_runtime_s"} and {"train_loss", "reward_last", "dev.by_template.add"} <= set(prov)
-    scores, cost, _ = (_leaves(p) for p in split_metrics(REPAIR))
+    assert set(cost) == {"train_runtime_s", "resumed_from_step"}
+    assert {"train_loss", "reward_last", "dev.by_template.add"} <= set(prov)
+    scores, cost, prov = (_leaves(p) for p in split_metrics(REPAIR))
     assert set(scores) == {"synthetic.recovery_rate", "synthetic.final_accepted"}
-    assert set(cost) == {"synthetic.judge_s", "training.rollout_s", "training.stage_wall_s"}
+    assert set(cost) == {"synthetic.judge_s", "training.rollout_s", "training.stage_wall_s",
+                         "training.resumed_from_step", "training.warmup.resumed_from_step"}
+    assert {"training.warmup.steps", "training.warmup.loss", "training.steps"} <= set(prov)
     scores, _, _ = (_leaves(p) for p in split_metrics(SUMMARY))
     assert set(scores) == {"seeds.grpo.synthetic.accepted@1.mean", "seeds.grpo.synthetic.accepted@1.std",
                            "headline.synthetic.accepted@1"}  # the phases copy is provenance
@@ -119,6 +126,27 @@ def test_a_metrics_folder_is_one_file_per_entry_and_reads_back_whole(tmp_path):
         write_metrics_folder(folder, [("n", 3)])
 
 
+def test_a_resume_from_the_local_cache_changes_the_cost_file_only(tmp_path):
+    """The same training run written twice, once as it trained from step 0 and once as it found its finished
+    checkpoint in $RLVR_CACHE_DIR (resumed_from_step = steps, almost no seconds; the repair warm start reused; an
+    eval's tasks resumed from its journal): the scores and provenance files are byte-identical, only the cost file
+    differs (DVC-tracked provenance must follow the stage's inputs, not the machine's cache)."""
+    fresh = {**TRAIN, "resumed_from_step": 0, "train_runtime_s": 61.2,
+             "training": {**REPAIR["training"], "resumed_from_step": 0, "warmup": {"rows": 596, "steps": 75,
+                                                                                   "loss": 0.5,
+                                                                                   "resumed_from_step": 0}},
+             "eval": {**EVAL["synthetic"], "resumed_tasks": 0}}
+    cached = {**fresh, "resumed_from_step": 240, "train_runtime_s": 0.02,
+              "training": {**fresh["training"], "resumed_from_step": 20,
+                           "warmup": {**fresh["training"]["warmup"], "resumed_from_step": 75}},
+              "eval": {**fresh["eval"], "resumed_tasks": 18}}
+    a = write_metrics(tmp_path / "a" / "metrics" / "sft.json", fresh)
+    b = write_metrics(tmp_path / "b" / "metrics" / "sft.json", cached)
+    assert a[0].read_bytes() == b[0].read_bytes() and a[2].read_bytes() == b[2].read_bytes()
+    assert "resumed" not in a[2].read_text() and a[1].read_bytes() != b[1].read_bytes()
+    assert json.loads(b[1].read_text())["resumed_from_step"] == 240  # still recorded: rlvr cost shows it
+
+
 def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
     """rlvr.io.write_metrics_folder: each entry split as it would be inside the whole report (training's seconds are
     cost, its loss provenance; no scores file for it), a value that is not a dict (judge_check's judge_version) in the
@@ -131,8 +159,8 @@ def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
     write_metrics_folder(root / "repair", report)
     assert not any(p.is_file() for p in layout_paths(root / "repair.json")[:2])
     assert json.loads((root / "provenance" / "repair.json").read_text()) == {"judge_version": "rlvr-judge/2"}
-    assert json.loads((root / "cost" / "repair" / "training.json").read_text()) == {"rollout_s": 56.6,
-                                                                                     "stage_wall_s": 69.4}
+    assert json.loads((root / "cost" / "repair" / "training.json").read_text()) == {
+        "rollout_s": 56.6, "stage_wall_s": 69.4, "resumed_from_step": 0, "warmup": {"resumed_from_step": 75}}
     assert not (root / "repair" / "training.json").exists()  # no scores in it: no empty row in dvc metrics show
     assert read_metrics(root / "repair.json") == json.loads(json.dumps(report, sort_keys=True))
     write_metrics_folder(root / "repair" / "before", {"synthetic": {"recovery_rate": 0.5, "n": 4}})

@@ -136,7 +136,9 @@ def evaluate(
         model_tag: the model identity in sample keys and rows; default :func:`rlvr.eval.provenance.model_tag` of
             ``generator.model_id`` (path + content hash for a local folder, so a changed model is regenerated).
     Writes (atomically) the sample rows (:func:`stored_row`: no judge seconds), the per-task ``{task_id: {n, c,
-    first, pass@k...}}`` arrays and the QA logs; the judge seconds are in the returned metrics only (cost).
+    first, pass@k...}}`` arrays and the QA logs; the judge seconds are in the returned metrics only (cost), and so
+    is ``resumed_tasks`` (tasks whose samples came from ``samples.jsonl``: it follows what an earlier run left, so
+    :func:`rlvr.io.write_metrics` puts it in the cost file, :data:`rlvr.io.COST_KEY`).
     Raises ``ValueError`` on duplicate problem ids, ``n < 1`` or a ``k`` outside ``[1, n]``.
     """
     if n < 1 or any(k < 1 or k > n for k in ks):

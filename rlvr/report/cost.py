@@ -1,9 +1,10 @@
 """``rlvr cost``: what the run spent, per stage: the cost files that the stages write beside their metrics
-(:func:`rlvr.io.write_metrics`: seconds, throughput, memory and tokens spent, in ``metrics/cost/<path of the metrics
-file>``), and the timing columns of the per-step curves (``metrics/cost/<path of the curves TSV>``, e.g.
-``grpo/seed-1.tsv``: ``judge_step_s`` seconds per step, :func:`rlvr.io.write_curves`), summarised per column. They
-are plain DVC outs, not ``metrics`` or ``plots``, so ``dvc metrics diff`` and ``dvc plots diff`` stay about behaviour;
-this command (or ``dvc metrics show metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
+(:func:`rlvr.io.write_metrics`: seconds, throughput, memory and tokens spent, and the work resumed from the local
+cache, ``resumed_from_step`` / ``resumed_tasks``, in ``metrics/cost/<path of the metrics file>``), and the timing
+columns of the per-step curves (``metrics/cost/<path of the curves TSV>``, e.g. ``grpo/seed-1.tsv``: ``judge_step_s``
+seconds per step, :func:`rlvr.io.write_curves`), summarised per column. They are plain DVC outs, not ``metrics`` or
+``plots``, so ``dvc metrics diff`` and ``dvc plots diff`` stay about behaviour; this command (or ``dvc metrics show
+metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
 
     rlvr cost                      # every cost file, one block per file: flattened key, value
     rlvr cost final/eval_sft sft   # only files whose path (under metrics/cost/) contains one of these strings
@@ -93,8 +94,8 @@ def format_cost(files: Mapping[str, Mapping[str, Any]]) -> str:
 @click.argument("match", nargs=-1)
 @click.option("--metrics-dir", default="metrics", show_default=True, type=click.Path(path_type=Path))
 def main(match: tuple[str, ...], metrics_dir: Path) -> None:
-    """Seconds, throughput, memory and tokens spent per stage (metrics/cost/), optionally only files whose path
-    contains one of MATCH."""
+    """Seconds, throughput, memory and tokens spent per stage, and what it resumed from the local cache
+    (metrics/cost/), optionally only files whose path contains one of MATCH."""
     try:
         files = cost_files(metrics_dir, match)
     except ValueError as exc:

@@ -117,11 +117,23 @@ def test_one_real_repair_training_step(tmp_path, judge, monkeypatch):
                             tmp_path / "curves.tsv", gen=policy)
     assert m["steps"] == 1 and not m["skipped"] and m["rollouts"]["contexts"] == len(problems)
     assert m["warmup"]["rows"] == len(problems) and m["warmup"]["steps"] >= 1
+    assert m["warmup"]["resumed_from_step"] == 0 and m["resumed_from_step"] == 0
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
     header, *rows = (tmp_path / "curves.tsv").read_text().splitlines()
     assert "reward_mean" in header and "turn_penalty" in header and rows
     # reward = hidden verdict (a random model fails: 0) - 0.1 * (turn 2 - 1)
     assert float(rows[0].split("\t")[header.split("\t").index("reward_mean")]) == pytest.approx(-0.1)
+    # a re-run finds the finished warm start and GRPO run in the cache: it reports the figures they recorded, so the
+    # provenance file is byte-identical and only the cost file says what was resumed
+    again = run_repair_training(cfg, EnvConfig(turns=2, turn_penalty=0.1), common, model, problems, judge,
+                                tmp_path / "again", tmp_path / "again.tsv", gen=policy)
+    assert again["warmup"]["resumed_from_step"] == m["warmup"]["steps"] and again["resumed_from_step"] == 1
+    from rlvr.io import write_metrics
+
+    _, _, prov1 = write_metrics(tmp_path / "m1" / "metrics" / "repair.json", {"training": m})
+    _, cost2, prov2 = write_metrics(tmp_path / "m2" / "metrics" / "repair.json", {"training": again})
+    assert prov2.read_bytes() == prov1.read_bytes() and "resumed" not in prov1.read_text()
+    assert json.loads(cost2.read_text())["training"]["warmup"]["resumed_from_step"] == m["warmup"]["steps"]
     m0 = run_repair_training(cfg.model_copy(update={"max_steps": 0}), EnvConfig(turns=2), common, model, problems,
                              judge, tmp_path / "copy", tmp_path / "c0.tsv", gen=policy)
     assert m0["skipped"] and (tmp_path / "copy" / "config.json").is_file()

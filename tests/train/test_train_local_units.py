@@ -14,6 +14,7 @@ from rlvr.train.local.common import (
     checkpoint_step,
     grpo_rows,
     load_problem_sets,
+    logged_training_loss,
     resume_checkpoint,
     run_dir,
     setup_tracking,
@@ -171,6 +172,22 @@ def test_resume_checkpoint_finds_last(tmp_path):
         (tmp_path / f"checkpoint-{s}").mkdir()
     assert checkpoint_step(resume_checkpoint(tmp_path)) == 10
     assert checkpoint_step(None) == 0
+
+
+def test_logged_training_loss_is_the_same_from_memory_or_a_checkpoint(tmp_path):
+    """The run's loss comes from its log history, each logged loss weighted by its interval's steps (an interval cut
+    short by a resume counts less), summaries without ``loss`` skipped; the history read back from a checkpoint's
+    trainer_state.json gives the same float, so a finished run found in the cache reports what the fresh run did."""
+    import json
+
+    history = [{"loss": 1.1, "step": 5}, {"loss": 0.7, "step": 10}, {"loss": 0.4, "step": 12},
+               {"train_loss": 9.9, "step": 12, "train_runtime": 3.0}]
+    assert logged_training_loss(history) == pytest.approx((1.1 * 5 + 0.7 * 5 + 0.4 * 2) / 12)
+    ckpt = tmp_path / "checkpoint-12"
+    ckpt.mkdir()
+    (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": 12, "log_history": history}))
+    assert logged_training_loss(ckpt) == logged_training_loss(history)
+    assert logged_training_loss(tmp_path / "missing") == 0.0 and logged_training_loss([{"step": 1}]) == 0.0
 
 
 def test_setup_tracking(monkeypatch, tmp_path):

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,8 @@ __all__ = [
     "train_and_publish",
     "trainer_kwargs",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class TrainCommon(Section):
@@ -158,7 +161,11 @@ def fit(trainer_cls: Any, policy: str | Path, args: Any, train_dataset: Any, cur
     tokenizer, the curves callback and ``peft_config``, then :func:`train_and_publish` it.
 
     Returns ``(trainer, metrics)`` with ``metrics = {"train_loss", "steps", "train_runtime_s" (seconds),
-    "resumed_from_step"}``, the keys every local training stage reports."""
+    "resumed_from_step"}``, the keys every local training stage reports. ``train_loss`` and ``steps`` come from the
+    run's log history (:func:`train_and_publish`), the same whether it trained from step 0 or found its finished
+    checkpoint in the cache, so they are provenance; ``train_runtime_s`` and ``resumed_from_step`` follow the
+    run's history and the machine's cache, so :func:`rlvr.io.write_metrics` puts them in the cost file
+    (:data:`rlvr.io.COST_KEY`)."""
     from transformers import AutoTokenizer
 
     trainer = trainer_cls(model=str(policy), args=args, train_dataset=train_dataset,
@@ -182,15 +189,21 @@ def train_and_publish(
     trainer: Any, run_dir_: str | Path, curves: TsvCurves, out_model_dir: str | Path
 ) -> tuple[Any, float, int]:
     """Resume ``trainer`` from the last checkpoint in ``run_dir_`` (if any), train, write the curves and publish the
-    final model to ``out_model_dir``. Returns (TRL's train result, training wall seconds, the step resumed from).
+    final model to ``out_model_dir``. Returns (TRL's train result, training wall seconds, the step resumed from). A
+    resume is logged (logger ``rlvr.train.local.common``, INFO: the checkpoint and its step), so the stage's log
+    shows it; the step itself is cost, not provenance (:func:`fit`).
 
     A checkpoint already at ``args.max_steps`` is a finished run: its weights are loaded and published without
     training, because ``Trainer.train`` resumed there re-enters the unfinished last epoch and takes one step past
-    ``max_steps`` when ``max_steps`` is not a whole number of epochs (seen with transformers 5.10); its
-    ``training_loss`` is then the mean of the losses the finished run logged (:func:`logged_training_loss`), not
-    the 0.0 a resumed run with no step left reports, so that ``dvc metrics diff`` after a code-only re-run shows no
-    change. The same holds for a finished epoch-bounded run (``max_steps`` -1), which ``Trainer.train`` resumes with
-    no step left."""
+    ``max_steps`` when ``max_steps`` is not a whole number of epochs (seen with transformers 5.10). The same holds for
+    a finished epoch-bounded run (``max_steps`` -1), which ``Trainer.train`` resumes with no step left.
+
+    The result's ``training_loss`` is always :func:`logged_training_loss` of the run's log history (the finished
+    checkpoint's ``trainer_state.json``, or the trainer's state, which a resume restores from its checkpoint), never
+    transformers' own figure: that one sums only the steps trained in this process and divides by the global step,
+    so it read 0.0 for a finished run found in the cache, less than the truth after a resume mid-run, and differed in
+    its last bit from the mean of the logged losses otherwise; the provenance file then followed the cache, not the
+    inputs."""
     from transformers.trainer_utils import TrainOutput
 
     ckpt = resume_checkpoint(run_dir_)
@@ -198,12 +211,20 @@ def train_and_publish(
     curves.load_existing(done)
     t0 = time.perf_counter()
     if ckpt is not None and 0 < trainer.args.max_steps <= done:
+        log.info("finished run in the cache: %s (step %d of %d); publishing it without training", ckpt, done,
+                 trainer.args.max_steps)
         trainer._load_from_checkpoint(ckpt)  # transformers' own loader (full weights or adapters)
         trainer.state.global_step = done
+        history = _checkpoint_history(ckpt)
     else:
-        result = trainer.train(resume_from_checkpoint=ckpt)
-    if ckpt is not None and trainer.state.global_step <= done:  # a finished run, resumed with no step left
-        result = TrainOutput(done, logged_training_loss(ckpt), {})
+        if ckpt is not None:
+            log.info("resuming from %s (step %d)", ckpt, done)
+        trainer.train(resume_from_checkpoint=ckpt)
+        history = trainer.state.log_history
+        if ckpt is not None and trainer.state.global_step <= done:  # a finished run, resumed with no step left
+            log.info("%s was a finished run: no step trained", ckpt)
+            history = _checkpoint_history(ckpt)
+    result = TrainOutput(trainer.state.global_step, logged_training_loss(history), {})
     wall = time.perf_counter() - t0
     acc = getattr(trainer, "accelerator", None)
     if acc is None or acc.is_main_process:  # under `accelerate launch` (DPO on several GPUs) one process publishes
@@ -211,19 +232,40 @@ def train_and_publish(
         publish_model(trainer, out_model_dir)
     if acc is not None:
         acc.wait_for_everyone()
-    return result, wall, checkpoint_step(ckpt)
+    return result, wall, done
 
 
-def logged_training_loss(ckpt: str | Path) -> float:
-    """Mean of the ``loss`` values in ``<ckpt>/trainer_state.json``'s ``log_history`` (transformers' per-interval
-    training loss; with equal logging intervals this is the run's ``training_loss``, the mean loss per step). 0.0
-    when the file or the values are missing."""
+def _checkpoint_history(ckpt: str | Path) -> list[Any]:
+    """``log_history`` of ``<ckpt>/trainer_state.json`` (``[]`` when the file is missing or not JSON)."""
     try:
         history = json.loads((Path(ckpt) / "trainer_state.json").read_text(encoding="utf-8")).get("log_history", [])
-    except (OSError, ValueError):
-        return 0.0
-    losses = [float(h["loss"]) for h in history if isinstance(h, dict) and isinstance(h.get("loss"), int | float)]
-    return sum(losses) / len(losses) if losses else 0.0
+    except (OSError, ValueError, AttributeError):
+        return []
+    return history if isinstance(history, list) else []
+
+
+def logged_training_loss(history: str | Path | Sequence[Any]) -> float:
+    """The run's training loss from its log history: the mean of the logged ``loss`` values (transformers' mean loss
+    per step over each logging interval), each weighted by its interval's steps (``step`` minus the previous logged
+    step), i.e. the mean loss per logged step; with equal intervals, the plain mean. ``history`` is a
+    ``log_history`` list, or a checkpoint folder whose ``trainer_state.json`` holds one. Steps after the last logged
+    one are not counted. 0.0 when the file or the values are missing.
+
+    The same log history gives the same float whether it was held in memory or read back from a checkpoint (JSON
+    keeps a float's digits), so a fresh run and a finished run found in the cache report the same loss."""
+    if isinstance(history, str | Path):
+        history = _checkpoint_history(history)
+    total = weight = 0.0
+    prev = 0
+    for h in history:
+        if not isinstance(h, dict) or not isinstance(h.get("loss"), int | float) or isinstance(h["loss"], bool):
+            continue
+        step = h.get("step")
+        n = step - prev if isinstance(step, int) and step > prev else 1
+        prev = step if isinstance(step, int) else prev + n
+        total += float(h["loss"]) * n
+        weight += n
+    return total / weight if weight else 0.0
 
 
 def publish_model(trainer: Any, out_dir: str | Path, extra_files: Mapping[str, str] | None = None) -> Path:

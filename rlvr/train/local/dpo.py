@@ -20,6 +20,7 @@ Run through the stage: ``python stages/dpo.py``.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import sys
 import time
@@ -52,6 +53,8 @@ from rlvr.train.local.dpo_mine import DPOMining, generate_texts, run_child
 
 __all__ = ["DPO_CURVES", "DPOMining", "DPOParams", "Judged", "dataset_pairs", "mine_pairs", "run_dpo",
            "sample_and_judge"]
+
+log = logging.getLogger(__name__)
 
 DPO_CURVES = {
     "loss": "loss",
@@ -261,7 +264,10 @@ def run_dpo(
 ) -> dict[str, Any]:
     """Mine pairs with the model at ``model_dir`` (the SFT model), train DPO from it (it is also the reference
     model), publish the final model to ``out_model_dir``; returns metrics (``pairs`` statistics, ``train_loss``,
-    ``steps``, ``mining_s``/``train_runtime_s`` seconds, ``dev`` accepted@1).
+    ``steps``, ``mining_s``/``train_runtime_s`` seconds, ``resumed_from_step``, ``dev`` accepted@1). Pairs mined by
+    an earlier run of the same key are read back from the run folder with their statistics (logged), so the report
+    is the same; ``resumed_from_step`` and the seconds follow the local cache and the load, so they are cost
+    (:func:`rlvr.train.local.common.fit`).
 
     Raises ``ValueError`` when no pair could be mined or taken from the dataset."""
     set_seed(cfg.seed, common.cpu_threads)
@@ -273,6 +279,7 @@ def run_dpo(
     if pairs_file.is_file() and stats_file.is_file():  # resumed run: same pairs
         pairs = read_jsonl(pairs_file)  # "\n"-separated: completions may hold U+2028 raw
         stats = json.loads(stats_file.read_text(encoding="utf-8"))
+        log.info("dpo: %d pairs mined by an earlier run, read from the cache (%s)", len(pairs), pairs_file)
     else:
         probs = list(train_problems)
         if cfg.max_problems and len(probs) > cfg.max_problems:

@@ -34,6 +34,8 @@ machinery of :mod:`rlvr.train.local.common` (run folder ``$RLVR_CACHE_DIR/train/
 
 from __future__ import annotations
 
+import json
+import logging
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from rlvr.data.schema import Problem, ground_truth
-from rlvr.io import atomic_dir
+from rlvr.io import atomic_dir, atomic_write_json
 from rlvr.progress import progress
 from rlvr.train.local.common import (
     TrainCommon,
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "REPAIR_CURVES",
+    "WARMUP_FILE",
     "RepairContext",
     "RepairTrainParams",
     "collect_repair_contexts",
@@ -75,6 +78,11 @@ __all__ = [
 ]
 
 REPAIR_CURVES = {**GRPO_CURVES, "turn_penalty": "rewards/turn_penalty/mean"}
+
+#: what a finished warm start recorded beside its model (``rows``, ``steps``, ``loss``), read back when it is reused
+WARMUP_FILE = "warmup.json"
+
+log = logging.getLogger(__name__)
 
 
 class RepairTrainParams(GRPOParams):
@@ -233,8 +241,11 @@ def warmup_rows(contexts: Sequence[RepairContext]) -> list[dict[str, Any]]:
 
 def _warm_start(cfg: RepairTrainParams, common: TrainCommon, model_dir: str | Path,
                 contexts: Sequence[RepairContext], out: Path) -> tuple[str, dict[str, Any]]:
-    """Supervised warm start (module doc, step 2) into ``out/model`` (reused when present: resume); returns
-    (model folder, metrics)."""
+    """Supervised warm start (module doc, step 2) into ``out/model``; returns (model folder, metrics: ``rows``,
+    ``steps``, ``loss`` and ``resumed_from_step``). A finished warm start in the run folder (its model and
+    :data:`WARMUP_FILE`) is reused (logged): it reports the figures it recorded, so the provenance is the same as
+    when it trains, and ``resumed_from_step`` = its ``steps`` (0 when it trains), which is cost
+    (:data:`rlvr.io.COST_KEY`: it follows the cache)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -242,18 +253,23 @@ def _warm_start(cfg: RepairTrainParams, common: TrainCommon, model_dir: str | Pa
     from rlvr.train.local.common import publish_model
 
     rows = warmup_rows(contexts)
-    model_out = out / "model"
-    if (model_out / "config.json").is_file():
-        return str(model_out), {"rows": len(rows), "reused": True}
+    model_out, done = out / "model", out / WARMUP_FILE
+    if (model_out / "config.json").is_file() and done.is_file():
+        stats = json.loads(done.read_text(encoding="utf-8"))
+        log.info("repair warm start: reusing the finished one in the cache, %s (%s steps)", model_out,
+                 stats.get("steps"))
+        return str(model_out), {**stats, "resumed_from_step": stats.get("steps", 0)}
     kw = trainer_kwargs(cfg, common, out, ["none"])
     kw.update(num_train_epochs=cfg.warmup_epochs, max_steps=-1, learning_rate=cfg.warmup_learning_rate,
               lr_scheduler_type="cosine", save_strategy="no")
     args = SFTConfig(**kw, max_length=None, completion_only_loss=True, packing=False)
     trainer = SFTTrainer(model=str(model_dir), args=args, train_dataset=Dataset.from_list(rows),
                          processing_class=AutoTokenizer.from_pretrained(str(model_dir)))
-    result = trainer.train()
+    result = trainer.train()  # never resumed (no checkpoint is saved): training_loss covers every step
     publish_model(trainer, model_out)
-    return str(model_out), {"rows": len(rows), "steps": trainer.state.global_step, "loss": result.training_loss}
+    stats = {"rows": len(rows), "steps": trainer.state.global_step, "loss": result.training_loss}
+    atomic_write_json(done, stats)  # after the model: a model without it is trained again
+    return str(model_out), {**stats, "resumed_from_step": 0}
 
 
 def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: TrainCommon, model_dir: str | Path,
@@ -264,7 +280,10 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     (default: the ``hf`` backend on ``model_dir``). Returns metrics: ``rollouts`` (:func:`collect_repair_contexts`
     stats), ``steps``, ``train_loss``, ``train_runtime_s``, ``rollout_s``, ``resumed_from_step``, ``reward_first`` /
     ``reward_last`` (mean logged reward over the first/last quarter of steps), ``skipped`` (no context or
-    ``max_steps == 0``: the input model is published unchanged)."""
+    ``max_steps == 0``: the input model is published unchanged), ``warmup`` (with ``warmup_epochs`` > 0: the
+    warm start's ``rows``, ``steps`` and ``loss``; a finished one in the run folder is reused, logged, with the
+    figures it recorded in :data:`WARMUP_FILE`). ``resumed_from_step`` (also ``warmup.resumed_from_step``) and the
+    seconds follow the local cache and the load: :func:`rlvr.io.write_metrics` puts them in the cost file."""
     import time
 
     from datasets import Dataset

@@ -91,7 +91,8 @@ def run_sft(
 
     Checkpoints go to :func:`rlvr.train.local.common.run_dir` (resumed when present); per-step curves to
     ``curves_path`` (columns :data:`SFT_CURVES`). Metrics: ``sft_set`` counts, ``train_loss``, ``steps``,
-    ``train_runtime_s`` (seconds), ``resumed_from_step``, and when ``common.eval_max_new_tokens > 0`` the greedy
+    ``train_runtime_s`` (seconds), ``resumed_from_step`` (cost, as the seconds: it follows the local cache;
+    :func:`rlvr.train.local.common.fit`), and when ``common.eval_max_new_tokens > 0`` the greedy
     ``dev`` accepted@1 of the trained model (and of the input model, ``dev_base``, when ``eval_base``).
     Raises ``ValueError`` when the judge accepts no reference solution."""
     from datasets import Dataset
