@@ -205,8 +205,10 @@ def run_eval(
         datasets[sel.name] = (sel, select_problems(problems_dir, sel))
     seeds = params.get("seeds")
     phases, not_run = discover_phases(cfg.phases, root, [int(s) for s in seeds] if seeds is not None else None)
+    # not the judge's worker count: it is where/how (RLVR_SANDBOX_WORKERS, the machine's cores), and it must not make
+    # the same inputs give another protocol.json on another machine
+    log.info("eval: judge %s with %s workers", type(judge).__name__, getattr(judge, "workers", None))
     judge_info = {"version": getattr(judge, "version", None) or JUDGE_VERSION,
-                  "workers": getattr(judge, "workers", None),
                   "output_limit_mb": getattr(judge, "output_limit_mb", None),
                   "max_timeouts": getattr(judge, "max_timeouts", None)}
     libs = library_versions()

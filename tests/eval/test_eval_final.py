@@ -200,7 +200,9 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     cfg = EvalParams(datasets=[{"name": "syn", "k": True}], n=2, ks=[1, 2], budget_tokens=25, bootstrap=50,
                      tuning_stages=["baseline"])
     params = {"governance": {"datasets": [{"name": "syn", "role": "dev"}]}}
-    summary = run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data" / "eval",
+    judge = Judge()
+    judge.workers = 8  # a machine setting (RLVR_SANDBOX_WORKERS): not part of the protocol
+    summary = run_eval(cfg, judge, lambda d: Gen(), tmp_path / "problems", tmp_path / "data" / "eval",
                        tmp_path / "metrics", params=params, root=tmp_path)
     assert summary["not_run"] == ["sft", "dpo", "repair"]
     m = read_metrics_folder(tmp_path / "metrics" / "eval_grpo_seed1")
@@ -210,6 +212,7 @@ def test_run_eval_writes_phase_files_and_summary(tmp_path):
     assert ci["lo"] <= ci["value"] <= ci["hi"]
     proto = m["protocol"]
     assert proto["model"]["sha256"] and proto["prompt_template_sha256"] and proto["judge"]["version"] == "fake-judge/1"
+    assert "workers" not in proto["judge"]
     assert {"torch", "transformers", "trl", "vllm", "rlvr"} <= set(proto["libraries"])
     pt = json.loads((tmp_path / "data" / "eval" / "grpo_seed1" / "per_task" / "syn.json").read_text())
     assert pt["syn/0"] == {"n": 2, "c": 2, "first": "accepted", "pass@1": 1.0, "pass@2": 1.0}
