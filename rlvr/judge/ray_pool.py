@@ -9,12 +9,14 @@ the cluster has them (Ray docs, "Scheduling strategies"). Ray is imported lazily
 Failures: an exception the judge raises inside an actor reaches the caller as that exception (Ray's ``RayTaskError``
 is an instance of its cause); a dead or unreachable actor (any other ``ray.exceptions.RayError``) is infrastructure and
 raises :class:`~rlvr.judge.sandbox.SandboxError`, which the rewards retry and then count as ``sandbox_error`` — never
-as the submission's failure.
+as the submission's failure. :class:`NodeJudge` first replaces a dead node actor by name and retries the call once
+(see its docstring: the node actors fate-share with whichever process created them).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -25,6 +27,8 @@ from rlvr.judge.sandbox import SandboxError
 from rlvr.judge.verdict import JudgeResult
 
 __all__ = ["NODE_JUDGE_PREFIX", "SANDBOXES_PER_SHARD", "NodeJudge", "RayJudge", "node_shards", "node_workers"]
+
+log = logging.getLogger(__name__)
 
 
 def _get(refs: Any) -> Any:
@@ -237,11 +241,28 @@ class NodeJudge:
     Waiting in a queue is not program time (time limits apply to the running program only), but it does count
     against the reward's per-request timeout (:class:`rlvr.reward.scoring.ScoringOptions`).
 
+    Lost actors are recovered. The actors are not detached, so Ray ties each one's life to the process that created
+    it (its owner: the first reward or tool worker of the node to build a ``NodeJudge``); when that one process dies
+    or is restarted, its actors die with it and every other process's handles point at dead actors. A call that
+    fails with a Ray actor error (``RayActorError``: died, or unavailable) therefore re-acquires that actor by name
+    with the same options (``get_if_exists``: a live actor of that name if another caller already replaced it, else
+    a fresh one, owned by this process) and is retried once on it; a second failure raises :class:`SandboxError`
+    (rewards count it as ``sandbox_error``). Judging is a pure function of the submission, so a call that was in
+    flight on the lost actor is simply judged again. A replaced actor's :meth:`stats` start from zero;
+    ``recovered`` counts this handle's re-acquisitions.
+
+    Why not ``lifetime="detached"`` (actors owned by Ray itself, fate-sharing with no worker): a detached actor
+    outlives the job. On a local cluster started by verl's ``ray.init`` that ends with the driver anyway, but on an
+    existing cluster (``RAY_ADDRESS``) every run would leave its node judges alive, holding their sandbox processes,
+    and nothing is placed to kill them: reward and tool workers do not know when the run ends, verl's driver does not
+    know the actors exist, and the stage process that launched verl is not a Ray driver. A later run in the same
+    namespace would even reuse them (``get_if_exists``) with the old run's ``workers``, judge factory and code.
+    Non-detached actors end with their job; recovery covers the loss of their owner.
+
     Must be built inside a Ray worker or driver (``ray.is_initialized()``); raises ``RuntimeError`` otherwise.
     ``shards``: actor processes (``None``/0 = automatic). ``factory``: ``"module:callable"`` building each actor's
     judge from ``workers=`` (tests pass a fake). Every process of a node must use the same ``workers`` and
-    ``shards`` (the launcher passes them to all reward workers). A lost actor raises :class:`SandboxError` (rewards
-    count it as ``sandbox_error``).
+    ``shards`` (the launcher passes them to all reward workers).
     """
 
     def __init__(self, workers: int | None = None, factory: str = "rlvr.judge.core:Judge",
@@ -249,37 +270,82 @@ class NodeJudge:
         import os
 
         import ray
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         if not ray.is_initialized():
             raise RuntimeError("NodeJudge needs a Ray worker or driver (ray.init() not called)")
-        node_id = ray.get_runtime_context().get_node_id()
+        self._node_id = ray.get_runtime_context().get_node_id()
+        self._factory = factory
         self.workers = node_workers(workers)
         self.shards = node_shards(self.workers, shards)
         n = len(self.shards)
-        cls = _node_actor_class()
-        self.actors = [
-            cls.options(
-                name=f"{NODE_JUDGE_PREFIX}{node_id}-{i}of{n}", get_if_exists=True, num_cpus=0, max_concurrency=w,
-                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node_id, soft=False),
-            ).remote(w, factory)
-            for i, w in enumerate(self.shards)
-        ]
+        self.actors = [self._acquire(i) for i in range(n)]
+        self.recovered = 0
         self._rr = itertools.cycle([*range(os.getpid() % n, n), *range(os.getpid() % n)])
         self._lock = threading.Lock()
+        self._shard_locks = [threading.Lock() for _ in range(n)]
+
+    def actor_name(self, i: int) -> str:
+        """The Ray name of this node's actor ``i``: ``rlvr-node-judge-<node id>-<i>of<n>``."""
+        return f"{NODE_JUDGE_PREFIX}{self._node_id}-{i}of{len(self.shards)}"
+
+    def _acquire(self, i: int) -> Any:
+        """A handle on actor ``i``: the live actor of that name, or a new one owned by this process (same options
+        whoever creates it: hard affinity to this node, ``num_cpus=0``, ``max_concurrency`` = its share)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return _node_actor_class().options(
+            name=self.actor_name(i), get_if_exists=True, num_cpus=0, max_concurrency=self.shards[i],
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=self._node_id, soft=False),
+        ).remote(self.shards[i], self._factory)
+
+    def _reacquire(self, i: int, lost: Any, died: bool) -> Any:
+        """Replace ``lost`` (the handle of actor ``i`` a call just failed on) by the live actor of that name, once
+        per loss: concurrent callers that saw the same loss share the first one's replacement. ``died``: Ray reported
+        the actor dead (not merely unavailable), so a name that still resolves to it is waited on (≤ 5 s) until it
+        names a new actor."""
+        import time
+
+        with self._shard_locks[i]:
+            if self.actors[i] is not lost:  # another thread of this process replaced it already
+                return self.actors[i]
+            fresh = self._acquire(i)
+            deadline = time.monotonic() + 5.0
+            while died and fresh._actor_id == lost._actor_id and time.monotonic() < deadline:
+                time.sleep(0.2)
+                fresh = self._acquire(i)
+            self.actors[i] = fresh
+            self.recovered += 1
+            return fresh
+
+    def _call(self, i: int, method: str, *args: Any) -> Any:
+        """``actor i.method(*args)``, retried once on a re-acquired actor when the actor is lost (class doc)."""
+        import ray
+
+        actor = self.actors[i]
+        try:
+            return _get(getattr(actor, method).remote(*args))
+        except SandboxError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ray.exceptions.RayActorError):
+                raise
+            log.warning("node judge actor %s lost (%s); re-acquiring it and retrying once", self.actor_name(i),
+                        type(cause).__name__)
+        died = isinstance(cause, ray.exceptions.ActorDiedError)
+        return _get(getattr(self._reacquire(i, actor, died), method).remote(*args))
 
     @property
     def actor(self) -> Any:
         """The first actor (a node judge of one shard has only this one)."""
         return self.actors[0]
 
-    def _next(self) -> Any:
+    def _next(self) -> int:
         with self._lock:
-            return self.actors[next(self._rr)]
+            return next(self._rr)
 
     def judge_many(self, items: Sequence[tuple[Problem, str]], language: str = "python") -> list[JudgeResult]:
-        """Judge ``items`` on the next of the node's actors (one call, one slot of that actor's share)."""
-        return _get(self._next().judge_many.remote(list(items), language))
+        """Judge ``items`` on the next of the node's actors (one call, one slot of that actor's share). Raises
+        :class:`SandboxError` when the actor is lost and its replacement fails too."""
+        return self._call(self._next(), "judge_many", list(items), language)
 
     def judge(self, problem: Problem, solution: str, language: str = "python") -> JudgeResult:
         """Judge one submission on the next of the node's actors."""
@@ -287,15 +353,16 @@ class NodeJudge:
 
     def run_code(self, code: str, stdin: str = "", timeout_s: float = 10.0, memory_limit_mb: int = 1024,
                  **kwargs: Any) -> RunResult:
-        """SandboxFusion ``/run_code`` semantics (as :meth:`rlvr.judge.core.Judge.run_code`) on the next actor."""
-        return _get(self._next().run_code.remote({"code": code, "stdin": stdin, "timeout_s": timeout_s,
-                                                  "memory_limit_mb": memory_limit_mb, **kwargs}))
+        """SandboxFusion ``/run_code`` semantics (as :meth:`rlvr.judge.core.Judge.run_code`) on the next actor
+        (seconds, MB). Raises :class:`SandboxError` as :meth:`judge_many`."""
+        return self._call(self._next(), "run_code", {"code": code, "stdin": stdin, "timeout_s": timeout_s,
+                                                     "memory_limit_mb": memory_limit_mb, **kwargs})
 
     def stats(self) -> dict[str, Any]:
         """``{"workers", "shards", "calls", "peak", "peak_per_shard"}``: the node's bound, the actors' shares, calls
         served, and the most calls each actor judged at at once (``peak``: their sum, an upper bound of the node's
-        peak, since the actors' peaks need not coincide)."""
-        per = _get([a.stats.remote() for a in self.actors])
+        peak, since the actors' peaks need not coincide). Counts of a replaced actor restart at zero."""
+        per = [self._call(i, "stats") for i in range(len(self.actors))]
         return {"workers": sum(s["workers"] for s in per), "shards": [s["workers"] for s in per],
                 "calls": sum(s["calls"] for s in per), "peak": sum(s["peak"] for s in per),
                 "peak_per_shard": [s["peak"] for s in per]}

@@ -92,13 +92,17 @@ def read_judge_log(log_dir: str | Path | None) -> list[dict[str, Any]]:
 
 
 def require_judged(records: Sequence[Mapping[str, Any]], where: str | Path) -> None:
-    """Raise ``RuntimeError`` naming ``where`` when ``records`` (:func:`read_judge_log`) is non-empty and every sample's
-    status is ``sandbox_error``: the judge never ran a program (no bubblewrap, an unreachable ``RLVR_SANDBOX_URL``),
-    so the run trained on no reward at all and its model must not be published as if it had. Seen on the lent H100
-    when bubblewrap was missing (docs/training/gpu.md)."""
-    if records and all(r.get("status") == "sandbox_error" for r in records):
+    """Raise ``RuntimeError`` naming ``where`` when some of ``records`` (:func:`read_judge_log`) reached the judge and
+    every one of those has status ``sandbox_error``: the judge never ran a program (no bubblewrap, an unreachable
+    ``RLVR_SANDBOX_URL``), so the run trained on no reward at all and its model must not be published as if it had.
+    Seen on the lent H100 when bubblewrap was missing (docs/training/gpu.md). Samples without code (``has_code``
+    false; a record without the key counts as judged) never reach the judge, so they neither trigger nor prevent it.
+    The run-wide backstop of the per-step guard (:mod:`rlvr.reward.step_guard`), which stops a run at its first such
+    step."""
+    judged = [r for r in records if r.get("has_code", True) is not False]
+    if judged and all(r.get("status") == "sandbox_error" for r in judged):
         raise RuntimeError(
-            f"{where}: all {len(records)} judged samples were sandbox_error: the judge could not run any program "
+            f"{where}: all {len(judged)} judged samples were sandbox_error: the judge could not run any program "
             "(bubblewrap missing or unusable, or the remote sandbox unreachable); the run had no reward signal")
 
 

@@ -6,6 +6,9 @@ extra dataset column arrives as a list aligned with ``completions``; it expects 
 length, turns ``None`` into NaN (that completion is left out of the group baseline and gets advantage 0), and awaits
 ``async`` functions on its own event loop (``GRPOTrainer._calculate_rewards``).
 
+A generation batch whose every completion sent to the judge came back ``sandbox_error`` raises
+:class:`rlvr.reward.step_guard.JudgeDied` (the judge died: the run stops at that step instead of training on no reward).
+
 Completions are plain strings (standard datasets) or message lists ``[{"role": "assistant", "content": …}]``
 (conversational datasets); both are handled. The dataset needs a ``ground_truth`` column
 (:func:`rlvr.data.schema.ground_truth`) and may have ``data_source``. All completions of a call are judged
@@ -35,6 +38,7 @@ from rlvr.reward.extract import clean_completion
 from rlvr.reward.modes import REWARD_MODES, RewardConfig, RewardMode, RewardOutcome, RewardShaping
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import JudgeLike, ScoringOptions
+from rlvr.reward.step_guard import check_step, step_counts
 
 __all__ = ["AsyncCodeReward", "CodeReward", "completion_text", "make_reward_funcs"]
 
@@ -100,6 +104,13 @@ class CodeReward:
         ]
 
     @staticmethod
+    def _guard(outcomes: list[RewardOutcome], trainer_state: Any) -> None:
+        """The per-step dead-judge guard (:func:`rlvr.reward.step_guard.check_step`) on one generation batch; the
+        step is TRL's ``global_step + 1`` (the step this batch is generated for) when TRL passes its state."""
+        step = getattr(trainer_state, "global_step", None)
+        check_step(*step_counts(outcomes), step=step + 1 if isinstance(step, int) else "?", engine="TRL GRPO")
+
+    @staticmethod
     def _log(outcomes: list[RewardOutcome], log_extra: Callable | None, log_metric: Callable | None) -> None:
         if log_extra is not None:
             log_extra("status", [o.status for o in outcomes])
@@ -126,10 +137,13 @@ class CodeReward:
         **kwargs: Any,
     ) -> list[float | None]:
         """Score ``completions`` (one reward per completion, ``None`` = not scorable: sandbox error under
-        ``exclude``). Never raises for anything a completion contains or the judge does; raises ``ValueError`` when
-        ``ground_truth`` is missing or invalid (a dataset bug)."""
+        ``exclude``). Never raises for anything a completion contains or the judge does on some completions; raises
+        ``ValueError`` when ``ground_truth`` is missing or invalid (a dataset bug) and
+        :class:`rlvr.reward.step_guard.JudgeDied` when every completion sent to the judge came back
+        ``sandbox_error`` (a dead judge: the run stops at this step, in either ``sandbox_error`` mode)."""
         outcomes = self.scorer.score(self._items(completions, completion_ids, ground_truth, data_source))
         self._log(outcomes, log_extra, log_metric)
+        self._guard(outcomes, kwargs.get("trainer_state"))
         return [o.score for o in outcomes]
 
 
@@ -148,9 +162,10 @@ class AsyncCodeReward(CodeReward):
         log_metric: Callable | None = None,
         **kwargs: Any,
     ) -> list[float | None]:
-        """Async :meth:`CodeReward.__call__`."""
+        """Async :meth:`CodeReward.__call__` (same errors)."""
         outcomes = await self.scorer.score_async(self._items(completions, completion_ids, ground_truth, data_source))
         self._log(outcomes, log_extra, log_metric)
+        self._guard(outcomes, kwargs.get("trainer_state"))
         return [o.score for o in outcomes]
 
 

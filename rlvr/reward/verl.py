@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import ConfigError
-from rlvr.reward import judge_log
+from rlvr.reward import judge_log, step_guard
 from rlvr.reward.modes import RewardConfig, RewardOutcome, RewardShaping, load_reward_config
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import ScoringOptions
@@ -216,7 +216,8 @@ def compute_score(
             advantage estimator (:mod:`rlvr.train.verl.advantage`) leaves out of its group's baseline and gives
             advantage 0; only set it together with that estimator. Other keys (verl's ``reward_router_address`` …)
             are ignored. ``judge_pool`` (``node``/``process``) and ``judge_pool_workers``: see
-            :func:`use_node_pool`.
+            :func:`use_node_pool`. Inside Ray every call is also counted for the estimator's per-step dead-judge
+            guard (:mod:`rlvr.reward.step_guard`).
 
     Returns:
         ``{"score": float, "acc": bool, "pass_ratio": float, "status": verdict, "n_tests": int, "judge_s": float,
@@ -257,6 +258,9 @@ def _verl_result(outcome: RewardOutcome, extra_info: Any, kwargs: dict[str, Any]
 
 
 def _logged(out: dict[str, Any], extra_info: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``out``, after counting it for the per-step guard (:func:`rlvr.reward.step_guard.record`; inside Ray only)
+    and appending it to the judge log when ``kwargs["judge_log"]`` names one."""
+    step_guard.record(out.get("status"), out.get("has_code"))
     if kwargs.get("judge_log"):
         judge_log.append_record(str(kwargs["judge_log"]), extra_info, out)
     return out

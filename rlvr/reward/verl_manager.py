@@ -31,6 +31,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.limited import RateLimitedRewardManager
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
 
+from rlvr.reward import step_guard
 from rlvr.reward.verl import RESPONSE_LENGTH_KEY
 
 __all__ = ["RLVRNaiveRewardManager", "RLVRRateLimitedRewardManager", "unscored_extra_info", "with_response_length"]
@@ -76,7 +77,8 @@ class RLVRRateLimitedRewardManager(RateLimitedRewardManager):
     with ``reward_extra_info`` ``{"timeout"/"error", "acc"}`` only. That is an infrastructure failure, not the
     policy's: it becomes a ``sandbox_error`` (score NaN under the launcher's ``mask_excluded``, so the ``rlvr_grpo``
     estimator leaves it out; 0.0 otherwise) with every key the other samples have — verl builds one array per key
-    from the first sample's keys, so a sample with other keys would fail the whole batch (``KeyError``)."""
+    from the first sample's keys, so a sample with other keys would fail the whole batch (``KeyError``) — and counts
+    as a judged ``sandbox_error`` for the per-step dead-judge guard (:mod:`rlvr.reward.step_guard`)."""
 
     async def run_single(self, data: DataProto) -> dict[str, Any]:
         """verl's ``RateLimitedRewardManager.run_single`` on :func:`with_response_length` ``(data)``."""
@@ -86,4 +88,5 @@ class RLVRRateLimitedRewardManager(RateLimitedRewardManager):
             fn = self.config.reward.get("custom_reward_function") or {}
             mask = bool((fn.get("reward_kwargs") or {}).get("mask_excluded", False))
             out = {"reward_score": math.nan if mask else 0.0, "reward_extra_info": unscored_extra_info(mask)}
+            step_guard.record("sandbox_error", True)  # the judge did not answer: counted for the per-step guard
         return out

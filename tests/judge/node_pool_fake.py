@@ -23,3 +23,11 @@ class SlowJudge:
     def run_code(self, code, stdin="", timeout_s=10.0, memory_limit_mb=1024, **kwargs):
         time.sleep(self.delay_s)
         return {"verdict": "accepted", "stdout": code}
+
+
+class BrokenJudge:
+    """A judge that cannot be built (as when the sandbox cannot start on the node): every actor made with it dies in
+    its constructor, so each call on it fails with a Ray actor error."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        raise RuntimeError("node_pool_fake: this judge cannot start")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,68 @@ def test_node_judge_needs_ray():
         with pytest.raises(RuntimeError, match="needs a Ray worker"):
             NodeJudge(workers=1)
     assert node_workers(3) == 3 and node_workers(None) >= 1
+
+
+@pytest.mark.slow
+def test_a_lost_node_actor_is_replaced_and_the_call_retried_once():
+    """The node actors fate-share with the process that created them (not detached): when that worker dies, another
+    worker's next call re-acquires the actor by name and succeeds; a judge that cannot start still fails the call
+    (SandboxError, which the rewards count as sandbox_error) after one retry."""
+    from rlvr.data.schema import Problem
+    from rlvr.judge.ray_pool import NodeJudge
+    from rlvr.judge.sandbox import SandboxError
+
+    here = str(Path(__file__).resolve().parent)
+    path = os.pathsep.join([here, *(p for p in sys.path if p)])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    try:
+        p = Problem(id="t/one", source="t", split="train", statement="s",
+                    tests=[{"kind": "stdio", "stdin": "", "stdout": "1"}])
+
+        @ray.remote(num_cpus=0)
+        class Owner:
+            """The first reward worker of the node: it creates (and so owns) the node's actor."""
+
+            def build(self) -> str:
+                from rlvr.judge.ray_pool import NodeJudge
+
+                self.judge = NodeJudge(workers=2, factory="node_pool_fake:SlowJudge")
+                return self.judge.actor._actor_id.hex()
+
+        def wait_dead(actor) -> None:
+            """Until Ray reports ``actor`` dead (killing it, or its owner, is asynchronous)."""
+            for _ in range(100):
+                try:
+                    ray.get(actor.stats.remote(), timeout=30)
+                except ray.exceptions.RayActorError:
+                    return
+                time.sleep(0.1)
+            raise AssertionError("the actor did not die")
+
+        owner = Owner.remote()
+        first_id = ray.get(owner.build.remote(), timeout=120)
+        mine = NodeJudge(workers=2, factory="node_pool_fake:SlowJudge")  # another worker: same named actor
+        other = NodeJudge(workers=2, factory="node_pool_fake:SlowJudge")
+        assert mine.actor._actor_id.hex() == first_id
+        assert mine.judge(p, "print(1)").verdict == "accepted"
+
+        ray.kill(owner)  # the owner dies: its actor dies with it
+        wait_dead(mine.actor)
+        assert mine.judge(p, "print(1)").verdict == "accepted"  # re-acquired (a fresh actor, owned here), retried
+        assert mine.recovered == 1 and mine.actor._actor_id.hex() != first_id
+        assert mine.stats()["calls"] == 1  # the replacement's counts start at zero
+
+        ray.kill(mine.actor)  # the actor itself is killed: a handle from before the kill recovers on its next call
+        wait_dead(mine.actor)
+        assert other.run_code("print(2)", timeout_s=1.0)["stdout"] == "print(2)"
+        assert other.recovered == 1
+        assert mine.judge(p, "print(1)").verdict == "accepted"  # finds the actor `other` made, by name
+        assert mine.recovered == 2 and mine.actor._actor_id == other.actor._actor_id
+
+        broken = NodeJudge(workers=2, shards=2, factory="node_pool_fake:BrokenJudge")  # new names: -0of2, -1of2
+        with pytest.raises(SandboxError, match="Ray judge actor failed"):
+            broken.judge(p, "print(1)")
+        assert broken.recovered == 1  # one replacement, one retry, then the error
+    finally:
+        ray.shutdown()

@@ -168,6 +168,11 @@ def test_a_run_whose_every_sample_was_sandbox_error_is_refused(tmp_path):
     (run / "judge" / "h-1.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     with pytest.raises(RuntimeError, match=r"judge: all 3 judged samples were sandbox_error"):
         vlogs.step_rows([log], run, "sparse")
+    # a completion without code is scored without the judge: it does not hide a judge that never worked
+    no_code = {**recs[0], "status": "syntax_error", "has_code": False}
+    (run / "judge" / "h-3.jsonl").write_text(json.dumps(no_code) + "\n")
+    with pytest.raises(RuntimeError, match=r"judge: all 3 judged samples were sandbox_error"):
+        vlogs.step_rows([log], run, "sparse")
     # one sample the judge did run is enough: a run with some infrastructure errors is scored as usual
     (run / "judge" / "h-2.jsonl").write_text(json.dumps({**recs[0], "status": "wrong_answer"}) + "\n")
     assert [r["step"] for r in vlogs.step_rows([log], run, "sparse")] == [1]

@@ -175,3 +175,74 @@ def test_two_grpo_steps_with_this_reward(tmp_path):
     logged = [h for h in trainer.state.log_history if "reward" in h]
     assert len(logged) == 2
     assert all(h["reward"] == pytest.approx(-0.5) for h in logged)  # random tiny model: never any code
+
+
+class _DyingJudge(FakeJudge):
+    """Accepts everything for its first ``alive`` calls, then every submission is a sandbox_error (a dead judge)."""
+
+    def __init__(self, alive: int = 0) -> None:
+        super().__init__()
+        self.alive = alive
+
+    def judge_many(self, items):
+        if self.calls >= self.alive:
+            self.calls += 1
+            return [self._one(p, "#SANDBOX") for p, _ in items]
+        return super().judge_many(items)
+
+
+@pytest.mark.parametrize("policy", ["exclude", "zero"])
+def test_a_batch_whose_judged_completions_all_failed_stops_training(policy):
+    """A dead judge fails the step in either sandbox_error mode; a completion without code (scored without the judge)
+    does not hide it, and a batch where nothing reached the judge is no verdict on the judge."""
+    from types import SimpleNamespace
+
+    from rlvr.reward.modes import RewardShaping
+    from rlvr.reward.step_guard import JudgeDied
+
+    cfg = RewardConfig(mode="shaped", shaping=RewardShaping(sandbox_error=policy))
+    f = CodeReward(cfg, _DyingJudge(), ScoringOptions(retry_backoff_s=0))
+    comps = [fenced("print(6)"), "no code here", fenced("print(6)")]
+    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 5: all 2 samples sent to the judge"):
+        f(prompts=["p"] * 3, completions=comps, ground_truth=[GT] * 3, trainer_state=SimpleNamespace(global_step=4))
+    assert f(prompts=["p"], completions=["no code"], ground_truth=[GT]) == [pytest.approx(-0.5)]
+    alive = CodeReward(cfg, FakeJudge(), ScoringOptions(retry_backoff_s=0))
+    assert alive(prompts=["p"] * 2, completions=[fenced("x #SANDBOX"), fenced("print(6)")], ground_truth=[GT] * 2) \
+        == [None if policy == "exclude" else 0.0, 1.0]  # one answer from the judge: the step goes on
+    with pytest.raises(JudgeDied):
+        asyncio.run(AsyncCodeReward(cfg, _DyingJudge(), ScoringOptions(retry_backoff_s=0))(
+            prompts=["p"], completions=[fenced("print(6)")], ground_truth=[GT]))
+
+
+def test_a_judge_that_dies_mid_run_stops_grpo_at_that_step(tmp_path):
+    """Through TRL's GRPOTrainer: step 1 is judged, the judge dies, step 2 raises out of ``train()`` (the stage then
+    exits with the one-line message) instead of training on no reward to the end."""
+    import torch
+    from datasets import Dataset
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+    from trl import GRPOConfig, GRPOTrainer
+
+    from rlvr.reward.step_guard import JudgeDied
+
+    torch.manual_seed(0)
+    tok = _tiny_tokenizer()
+    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
+                      pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id, bos_token_id=tok.eos_token_id)
+    ds = Dataset.from_list([{"prompt": "Sum the numbers:\n", "ground_truth": GT, "data_source": "stdio200"}] * 8)
+
+    class WritesCode(CodeReward):
+        """The tiny random model writes no code: score its completions as if each were a program."""
+
+        def _items(self, completions, *a):
+            return super()._items([fenced("print(6)") for _ in completions], *a)
+
+    reward = WritesCode(RewardConfig(mode="sparse"), _DyingJudge(alive=1), ScoringOptions(retry_backoff_s=0))
+    args = GRPOConfig(output_dir=str(tmp_path), per_device_train_batch_size=2, num_generations=2,
+                      max_completion_length=8, max_steps=4, learning_rate=1e-4, report_to="none", use_vllm=False,
+                      logging_steps=1, save_strategy="no", use_cpu=True, bf16=False)
+    trainer = GRPOTrainer(model=Qwen2ForCausalLM(cfg), reward_funcs=[reward], args=args, train_dataset=ds,
+                          processing_class=tok)
+    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 2: all 2 samples sent to the judge"):
+        trainer.train()
+    assert trainer.state.global_step == 1

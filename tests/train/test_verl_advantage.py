@@ -106,3 +106,91 @@ def test_worker_setup_registers_the_estimator(monkeypatch):
     monkeypatch.setattr(compat, "patch_verl", lambda: False)  # leave verl unpatched for the other tests
     compat.worker_setup()
     assert get_adv_estimator_fn("rlvr_grpo").__module__ == "rlvr.train.verl.advantage"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["exclude", "zero"])
+def test_a_judge_that_dies_mid_run_stops_verl_at_that_step(policy, monkeypatch):
+    """Reward workers (Ray actors) score through ``compute_score_async`` with the launcher's reward kwargs; the judge
+    dies after step 1; at step 2 the estimator, called through the v1 trainer's advantage function, raises naming
+    verl's step — under ``zero`` too, where the rewards alone (0.0) cannot show a sandbox error, and although a
+    completion without code still gets a finite score."""
+    import os
+    import sys
+    from pathlib import Path
+
+    ray = pytest.importorskip("ray")
+    from verl.utils.skip import SkipManager
+
+    from rlvr.reward.step_guard import JudgeDied, StepGuard
+    from rlvr.train.verl import advantage
+
+    monkeypatch.setattr(advantage, "STEP_GUARD", StepGuard("verl GRPO"))  # a fresh trainer process
+    fixtures = str(Path(__file__).resolve().parents[1] / "reward")
+    monkeypatch.syspath_prepend(fixtures)
+    path = os.pathsep.join([fixtures, *(p for p in sys.path if p)])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    try:
+        @ray.remote(num_cpus=0)
+        class RewardWorker:
+            """What verl's reward worker does per sample: await the reward function, a chunk at once."""
+
+            def __init__(self) -> None:
+                from reward_fixtures import FakeJudge
+
+                from rlvr.reward.scorer import set_default_judge
+
+                set_default_judge(FakeJudge())
+
+            def kill_judge(self) -> None:
+                from rlvr.judge.sandbox import SandboxError
+                from rlvr.reward.scorer import set_default_judge
+
+                class Lost:
+                    def judge_many(self, items):
+                        raise SandboxError("Ray judge actor failed: ActorDiedError: the actor died")
+
+                set_default_judge(Lost())
+
+            async def score(self, completions: list[str]) -> list[float]:
+                import asyncio
+
+                from reward_fixtures import STDIO_SUM
+
+                from rlvr.data.schema import ground_truth
+                from rlvr.reward.verl import compute_score_async
+
+                kw = {"reward_mode": "sparse", "mask_excluded": True, "reward_shaping": {"sandbox_error": policy}}
+                gt = ground_truth(STDIO_SUM)
+                outs = await asyncio.gather(*(compute_score_async("stdio200", c, gt, {"split": "train"}, **kw)
+                                              for c in completions))
+                return [o["score"] for o in outs]
+
+        from reward_fixtures import fenced
+
+        workers = [RewardWorker.remote() for _ in range(2)]
+        group = [fenced("print(6)"), fenced("print(6) #WA"), fenced("print(6)"), "I cannot write this."]
+        groups = ["a"] * 4 + ["b"] * 4
+
+        def step(n: int) -> list[float]:
+            scores = [s for chunk in ray.get([w.score.remote(group) for w in workers], timeout=120) for s in chunk]
+            monkeypatch.setattr(SkipManager, "step", n)  # what verl's fit sets before the step
+            return _advantages("rlvr_grpo", scores, groups)[0]
+
+        assert step(1)[0] > 0  # a healthy step trains: the accepted samples get a positive advantage
+        ray.get([w.kill_judge.remote() for w in workers])
+        with pytest.raises(JudgeDied, match=r"^verl GRPO step 2: all 6 samples sent to the judge .* sandbox_error"):
+            step(2)
+    finally:
+        ray.shutdown()
+
+
+def test_an_all_nan_batch_stops_the_run_without_counts(monkeypatch):
+    """Outside Ray (no counts) the estimator still refuses a batch whose every reward is NaN (all excluded)."""
+    from rlvr.reward.step_guard import JudgeDied, StepGuard
+    from rlvr.train.verl import advantage
+
+    monkeypatch.setattr(advantage, "STEP_GUARD", StepGuard("verl GRPO"))
+    with pytest.raises(JudgeDied, match=r"^verl GRPO step 1: all 4 samples"):
+        _advantages("rlvr_grpo", [math.nan] * 4, ["a"] * 4)

@@ -20,6 +20,13 @@ advantages (verl's ``TaskRunner`` Ray actor): :func:`rlvr.train.verl.compat.work
 What else sees the NaN: verl's logged ``critic/score/*`` and ``critic/rewards/*`` of a step with an excluded sample
 (``torch.mean``), and the validation means; :mod:`rlvr.train.verl.logs` computes those curves from the rollout dump
 with the unscored samples left out.
+
+A dead judge stops the run here: being the one rlvr function verl calls once per training step in the trainer
+process, the estimator first runs the step guard (:class:`rlvr.reward.step_guard.StepGuard`: the samples the reward
+workers sent to the judge since the previous step, read from Ray's key-value store, all ``sandbox_error`` →
+:class:`~rlvr.reward.step_guard.JudgeDied`, whatever ``reward_shaping.sandbox_error`` is), and also refuses a batch
+whose every reward is NaN (every sample an excluded sandbox error; this needs no counts). The exception
+ends verl's ``fit`` loop before the step's update; the message names verl's global step.
 """
 
 from __future__ import annotations
@@ -31,9 +38,25 @@ import numpy as np
 import torch
 from verl.trainer.ppo import core_algos
 
-__all__ = ["ESTIMATOR", "compute_rlvr_grpo_advantage"]
+from rlvr.reward.step_guard import StepGuard, check_step
+
+__all__ = ["ESTIMATOR", "STEP_GUARD", "compute_rlvr_grpo_advantage", "current_step"]
 
 ESTIMATOR = "rlvr_grpo"
+
+STEP_GUARD = StepGuard("verl GRPO")
+"""This process's step guard (verl's ``TaskRunner`` computes every step's advantages in one process)."""
+
+
+def current_step() -> int | None:
+    """verl's global training step in this process: ``verl.utils.skip.SkipManager.step``, which the v1 trainer's
+    ``fit`` sets at every step (a resumed run included); ``None`` when it is not set (< 1) or not importable."""
+    try:
+        from verl.utils.skip import SkipManager
+    except ImportError:
+        return None
+    step = getattr(SkipManager, "step", -1)
+    return step if isinstance(step, int) and step >= 1 else None
 
 
 @core_algos.register_adv_est(ESTIMATOR)
@@ -59,12 +82,21 @@ def compute_rlvr_grpo_advantage(
 
     Returns:
         ``(advantages, returns)``, both ``(batch, response_length)``, equal, zero off the mask and for unscored rows.
+
+    Raises:
+        rlvr.reward.step_guard.JudgeDied: every sample sent to the judge since the previous step was
+            ``sandbox_error`` (:data:`STEP_GUARD`), or every reward of the batch is NaN.
     """
+    step = current_step()
+    STEP_GUARD.check(step)
+    scores = token_level_rewards.sum(dim=-1)
+    nan = torch.isnan(scores)
+    if scores.numel() and bool(nan.all()):  # every sample an excluded sandbox error, whatever the counts say
+        check_step(scores.numel(), scores.numel(), STEP_GUARD.calls if step is None else step, STEP_GUARD.engine,
+                   STEP_GUARD.hint)
     if norm_adv_by_std_in_grpo is None:
         norm_adv_by_std_in_grpo = bool(getattr(config, "norm_adv_by_std_in_grpo", True)) if config is not None \
             else True
-    scores = token_level_rewards.sum(dim=-1)
-    nan = torch.isnan(scores)
     if not bool(nan.any()):
         return core_algos.compute_grpo_outcome_advantage(
             token_level_rewards=token_level_rewards, response_mask=response_mask, index=index, epsilon=epsilon,
