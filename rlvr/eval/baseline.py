@@ -20,7 +20,7 @@ from rlvr.data.bundled import canonical_name, sha256_file
 from rlvr.data.schema import Problem, read_problems
 from rlvr.eval.backend import BackendParams, check_vllm_only
 from rlvr.eval.protocol import evaluate
-from rlvr.eval.provenance import model_tag
+from rlvr.eval.provenance import engine_tag, model_tag
 from rlvr.generate import Generator, SamplingParams, make_generator
 
 __all__ = ["BaselineParams", "DatasetSelection", "baseline_model_tag", "make_baseline_generator", "run_baseline",
@@ -117,11 +117,12 @@ def baseline_model_tag(cfg: BaselineParams, gen: Generator, dataset: str | None 
     """The model identity in the sample keys of a baseline run (:mod:`rlvr.eval.protocol`).
 
     hf / vllm: :func:`rlvr.eval.provenance.model_tag` of ``cfg.model`` (folder path + content sha256, so weights
-    re-published at the same path are regenerated; a Hub id is used as is). samples: ``samples:<file>@<sha256[:16]>``
+    re-published at the same path are regenerated; a Hub id is used as is) with the vLLM engine settings that can
+    change a greedy token (:func:`rlvr.eval.provenance.engine_tag`). samples: ``samples:<file>@<sha256[:16]>``
     of ``dataset``'s samples file. openai: the generator's ``model_id`` (the served name; a server's weights cannot
     be hashed from here). Raises ``FileNotFoundError`` for a model folder without model files."""
     if cfg.backend in ("hf", "vllm"):
-        return model_tag(cfg.model)
+        return engine_tag(model_tag(cfg.model), cfg.backend, cfg.enforce_eager, cfg.tensor_parallel_size)
     if cfg.backend == "samples" and dataset is not None and dataset in cfg.samples:
         path = Path(cfg.samples[dataset])
         return f"samples:{path.name}@{sha256_file(path)[:16]}"

@@ -17,7 +17,8 @@ Protocol (recorded in every metrics file under ``"protocol"``):
   ``params.yaml`` (:func:`dataset_roles`); :func:`check_tuning_stages` raises :class:`rlvr.config.ConfigError` when a
   stage listed in ``eval.tuning_stages`` references a test-role dataset (only the ``eval`` stage may score Test).
 * **Resumability**: every (problem, sample) row is keyed by :func:`rlvr.eval.protocol.sample_key` over the problem
-  content hash, prompt, model id **and model hash**, sampling params and sample index. Rows are appended to a journal
+  content hash, prompt, model id **and model hash** (with the vLLM engine settings that can change a greedy token,
+  :func:`rlvr.eval.provenance.engine_tag`), sampling params and sample index. Rows are appended to a journal
   (``<phase_dir>/journal/<dataset>.<mode>.jsonl``, flushed and fsynced per chunk of tasks) as soon as a chunk is
   generated and judged; a re-run loads the journal (last row per key wins, a torn last line is ignored) and
   generates/judges only the missing pairs. Rows judged by another judge version are re-judged (completion kept).
@@ -51,7 +52,7 @@ from rlvr.eval.final_params import (
 )
 from rlvr.eval.metrics import compute_metrics, pass_at_k, per_task_counts
 from rlvr.eval.protocol import stored_row
-from rlvr.eval.provenance import model_hash, tag_of
+from rlvr.eval.provenance import engine_tag, model_hash, tag_of
 from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
@@ -216,7 +217,7 @@ def run_eval(
     summary: dict[str, Any] = {"phases": {}, "not_run": not_run}
     for name, model_dir in phases:
         mh = model_hash(model_dir)
-        tag = tag_of(mh)
+        tag = engine_tag(tag_of(mh), cfg.backend, cfg.enforce_eager)  # the final eval's vLLM engine is TP 1
         gen = _LazyGenerator(make_gen, model_dir)
         report: dict[str, Any] = {}
         pdir = Path(out_dir) / name

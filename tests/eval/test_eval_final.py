@@ -418,3 +418,34 @@ def test_run_eval_writes_no_metrics_when_the_judge_failed_and_rejudges_on_resume
     run_eval(cfg, GuardedJudge(judge, 0.05), lambda d: gen, *args, params=params, root=tmp_path)
     assert gen.generated == [] and judge.judged == 6
     assert json.loads((tmp_path / "metrics" / "eval_baseline" / "syn.json").read_text())["accepted@1"] == 0.5
+
+
+def test_rows_of_another_vllm_engine_are_generated_again(tmp_path):
+    """enforce_eager is in the recorded protocol, so it is in the journal key too (rlvr.eval.provenance.engine_tag):
+    rows generated with CUDA graphs are not reported under an eager protocol, and the hf backend's keys are the bare
+    model tag."""
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    _model(tmp_path / "models" / "base", b"base")
+    params = {"governance": {"datasets": [{"name": "syn", "role": "dev"}]}}
+    args = (tmp_path / "problems", tmp_path / "data", tmp_path / "metrics")
+
+    def run(**kw):
+        gen = Gen()
+        cfg = EvalParams(datasets=[{"name": "syn"}], bootstrap=20, tuning_stages=[], **kw)
+        run_eval(cfg, Judge(), lambda d: gen, *args, params=params, root=tmp_path)
+        return len(gen.generated), read_metrics_folder(tmp_path / "metrics" / "eval_baseline")["protocol"]
+
+    assert run(backend="vllm")[0] == 6
+    assert run(backend="vllm")[0] == 0  # same engine: every row from the journal
+    n, proto = run(backend="vllm", enforce_eager=True)
+    assert n == 6 and proto["enforce_eager"] is True and proto["backend"] == "vllm"
+    assert run(backend="hf")[0] == 6
+    assert run(backend="hf")[0] == 0
+
+
+def test_engine_tag():
+    from rlvr.eval.provenance import engine_tag
+
+    assert engine_tag("base@ab", "hf", False) == "base@ab" == engine_tag("base@ab", "openai")
+    assert engine_tag("base@ab", "vllm") == "base@ab#vllm"
+    assert engine_tag("base@ab", "vllm", True, 2) == "base@ab#vllm-eager-tp2"

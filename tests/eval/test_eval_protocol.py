@@ -282,6 +282,7 @@ def test_run_baseline_hashes_the_model_once_for_all_datasets(tmp_path, monkeypat
         assert made == [None]  # one generator (engine) for every dataset
         tag = rep["protocol"]["model_tag"]
         assert isinstance(tag, str) and tag.startswith(f"{model}@")
+        assert tag.endswith("#vllm") == (backend == "vllm")  # the engine is in the key (provenance.engine_tag)
         for name in ("cc", "humaneval"):
             rows = [json.loads(x) for x in (tmp_path / f"out-{backend}" / "samples" / f"{name}.jsonl").read_text()
                     .splitlines()]

@@ -42,6 +42,24 @@ def _header(path):
     return path.read_text().splitlines()[0].split("\t")
 
 
+def test_a_run_shorter_than_logging_steps_logs_its_last_step(base, tmp_path):
+    """transformers logs every logging_steps only: the curves callback logs the last step too, so a 3-step run with
+    logging_steps 2 has rows at steps 2 and 3 and its train_loss counts all three steps (it was 0.0 for a run shorter
+    than logging_steps)."""
+    from rlvr.train.local.sft import SFTParams, run_sft
+
+    cfg = SFTParams(max_steps=3, per_device_train_batch_size=4, learning_rate=1e-3)
+    curves = tmp_path / "sft.tsv"
+    m = run_sft(cfg, _common(logging_steps=2, save_steps=2), base, _split("train"), _split("dev")[:1], FakeJudge(),
+                tmp_path / "sft", curves)
+    assert [line.split("\t")[0] for line in curves.read_text().splitlines()[1:]] == ["2", "3"]
+    assert m["steps"] == 3 and m["train_loss"] > 0
+    short = run_sft(SFTParams(max_steps=1, per_device_train_batch_size=4, learning_rate=1e-3),
+                    _common(logging_steps=5, save_steps=5), base, _split("train"), _split("dev")[:1], FakeJudge(),
+                    tmp_path / "short", tmp_path / "short.tsv")
+    assert short["train_loss"] > 0
+
+
 def test_sft_trains_publishes_and_resumes(base, tmp_path, caplog):
     from transformers import AutoModelForCausalLM
 

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from train_fixtures import FakeJudge, small_family
 
 from rlvr.train.local.common import (
+    TrainCommon,
     TsvCurves,
     checkpoint_step,
     grpo_rows,
@@ -175,9 +176,10 @@ def test_resume_checkpoint_finds_last(tmp_path):
 
 
 def test_logged_training_loss_is_the_same_from_memory_or_a_checkpoint(tmp_path):
-    """The run's loss comes from its log history, each logged loss weighted by its interval's steps (an interval cut
-    short by a resume counts less), summaries without ``loss`` skipped; the history read back from a checkpoint's
-    trainer_state.json gives the same float, so a finished run found in the cache reports what the fresh run did."""
+    """The run's loss comes from its log history, each logged loss weighted by its interval's steps (the last step
+    is always logged, so the last interval may be shorter), summaries without ``loss`` skipped; the history read
+    back from a checkpoint's trainer_state.json gives the same float, so a finished run found in the cache reports
+    what the fresh run did."""
     import json
 
     history = [{"loss": 1.1, "step": 5}, {"loss": 0.7, "step": 10}, {"loss": 0.4, "step": 12},
@@ -265,3 +267,11 @@ def test_dpo_mining_with_vllm_must_run_in_a_child_process():
         DPOParams(mining={"backend": "vllm"})
     assert DPOParams(mining={"backend": "vllm", "process": "child", "tensor_parallel_size": 2}).mining == DPOMining(
         backend="vllm", process="child", tensor_parallel_size=2)
+
+
+def test_checkpoints_fall_on_logged_steps():
+    """A resume starts at a checkpoint; with save_steps a multiple of logging_steps every checkpoint is a logged step,
+    so each logged loss averages exactly the steps logged_training_loss weights it by."""
+    assert TrainCommon(save_steps=100, logging_steps=5).save_steps == 100
+    with pytest.raises(ValueError, match=r"train\.save_steps=50 is not a multiple of train\.logging_steps=20"):
+        TrainCommon(save_steps=50, logging_steps=20)

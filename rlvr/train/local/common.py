@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlvr.config import Section
 from rlvr.data.prompts import build_messages
@@ -74,7 +74,9 @@ class TrainCommon(Section):
         eval_max_new_tokens: greedy decoding cap (tokens) of the post-stage dev check (0 = skip the check).
         report_to: ``TrainingArguments.report_to`` (``["wandb"]``, ``["none"]`` …).
         save_steps / save_total_limit: intermediate checkpoint cadence (optimizer steps) and how many to keep.
-        logging_steps: optimizer steps between logged (TSV) rows.
+        logging_steps: optimizer steps between logged (TSV) rows; ``save_steps`` must be a multiple of it, so that
+            every checkpoint a run can resume from is a logged step and :func:`logged_training_loss` weights each
+            logged loss by exactly the steps it averages (the last step is always logged too).
         cpu_threads: torch intra-op CPU threads while training (fixed so that the weights' last bits do not follow
             the machine's core count; :func:`set_seed`).
     """
@@ -89,6 +91,14 @@ class TrainCommon(Section):
     save_total_limit: int = Field(2, gt=0)
     logging_steps: int = Field(5, gt=0)
     cpu_threads: int = Field(2, ge=1)
+
+    @model_validator(mode="after")
+    def _save_on_log_steps(self) -> TrainCommon:
+        if self.save_steps % self.logging_steps:
+            raise ValueError(f"train.save_steps={self.save_steps} is not a multiple of train.logging_steps="
+                             f"{self.logging_steps}: a run resumed from a checkpoint between two logged steps would "
+                             "mis-weight its train_loss")
+        return self
 
 
 def load_problem_sets(problems_dir: str | Path, refs: Sequence[str]) -> list[Problem]:

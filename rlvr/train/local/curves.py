@@ -15,7 +15,8 @@ __all__ = ["TsvCurves"]
 
 
 class TsvCurves:
-    """A ``transformers.TrainerCallback`` that writes one TSV row per logging step (DVC plots format).
+    """A ``transformers.TrainerCallback`` that writes one TSV row per logging step (DVC plots format), and makes the
+    trainer log its last step as well (transformers logs every ``logging_steps`` only).
 
     ``columns`` maps TSV column name → logged key (``{"reward_mean": "reward", "kl": "kl"}``); the first column is
     always ``step`` (``state.global_step``). Missing keys are written as empty cells; rows with none of the keys
@@ -34,7 +35,8 @@ class TsvCurves:
         self.mirror = Path(mirror) if mirror is not None else None
         self.columns = dict(columns)
         self.rows: list[dict[str, Any]] = []
-        self._cb = type("_TsvCallback", (TrainerCallback,), {"on_log": self._on_log})()
+        self._cb = type("_TsvCallback", (TrainerCallback,), {"on_log": self._on_log,
+                                                              "on_step_end": self._on_step_end})()
 
     @property
     def callback(self) -> Any:
@@ -48,6 +50,13 @@ class TsvCurves:
             return
         _, rows = read_curves(source) if source == self.path else _whole(source)
         self.rows.extend(r for r in rows if r.get("step", "").isdigit() and int(r["step"]) <= upto_step)
+
+    def _on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # transformers logs every `logging_steps` only: the last step is logged too, so no step's loss is missing
+        # from the curves or from rlvr.train.local.common.logged_training_loss (a run shorter than logging_steps
+        # would otherwise log none)
+        if state.max_steps and state.global_step >= state.max_steps:
+            control.should_log = True
 
     def _on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         # Bound method stored on the callback class: the handler calls it as on_log(args, state, control, logs=…).
