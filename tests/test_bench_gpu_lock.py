@@ -39,8 +39,8 @@ def test_a_malformed_lock_row_names_the_line(tmp_path):
         _fetch().read_lock(bad)
 
 
-# the stages dvc runs on a GPU machine (governance and manifests run on CPU; their outputs are carried)
-GPU_STAGES = ["model", "baseline", "sft", "dpo", "grpo", "repair", "eval"]
+# the stages a `dvc repro` runs on a GPU machine (governance and manifests run on CPU; their outputs are carried)
+GPU_STAGES = ["judge_check", "model", "baseline", "sft", "dpo", "grpo", "repair", "eval", "report"]
 # imported only where present: wandb (resolve.py SKIP; rlvr.eval.tracking imports it inside a try, when tracking is
 # on) and literal_scan (the sandbox's top-level name for rlvr/judge/literal_scan.py, tried before the package import)
 OPTIONAL = {"wandb", "literal_scan"}
@@ -48,17 +48,25 @@ OPTIONAL = {"wandb", "literal_scan"}
 
 def _third_party_imports(stage: str) -> dict[str, str]:
     """Top-level third-party module -> the first file importing it, over the stage script and every rlvr module it
-    reaches through any import statement (module-level or inside a function: a lazy import runs too)."""
+    reaches: through any import statement (module-level or inside a function: a lazy import runs too), the
+    ``__init__.py`` of every package on the way (importing ``rlvr.a.b`` runs ``rlvr/a/__init__.py``), and any string
+    constant naming an rlvr module (``importlib.import_module("rlvr…")``, ``python -m rlvr…`` commands, judge
+    factories ``"rlvr.x:y"``). A relative import fails the walk (rlvr uses none; the walk would not follow it)."""
     import ast
+    import re
     import sys
 
-    def module_file(name: str) -> Path | None:
-        base = ROOT / name.replace(".", "/")
-        for p in (base.with_suffix(".py"), base / "__init__.py"):
-            if p.exists():
-                return p
-        return None
+    def module_files(name: str) -> list[Path]:
+        parts = name.split(".")
+        out = []
+        for i in range(1, len(parts) + 1):
+            base = ROOT.joinpath(*parts[:i])
+            for p in (base / "__init__.py", base.with_suffix(".py")):
+                if p.exists():
+                    out.append(p)
+        return out
 
+    named = re.compile(r"^(rlvr(?:\.\w+)+)(?::\w+)?$")
     seen: set[Path] = set()
     third: dict[str, str] = {}
     stack = [ROOT / f"stages/{stage}.py"]
@@ -70,15 +78,17 @@ def _third_party_imports(stage: str) -> dict[str, str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path}:{node.lineno}: a relative import the walk does not follow"
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and named.match(node.value):
+                names = [named.match(node.value).group(1)]
             else:
                 continue
             for name in names:
                 top = name.split(".")[0]
                 if top == "rlvr":
-                    if (q := module_file(name)) is not None:
-                        stack.append(q)
+                    stack.extend(q for q in module_files(name) if q not in seen)
                 elif top not in sys.stdlib_module_names:
                     third.setdefault(top, str(path.relative_to(ROOT)))
     return third

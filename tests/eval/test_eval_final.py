@@ -449,3 +449,16 @@ def test_engine_tag():
     assert engine_tag("base@ab", "hf", False) == "base@ab" == engine_tag("base@ab", "openai")
     assert engine_tag("base@ab", "vllm") == "base@ab#vllm"
     assert engine_tag("base@ab", "vllm", True, 2) == "base@ab#vllm-eager-tp2"
+
+
+def test_dataset_roles_uses_the_governance_slug():
+    """dataset_roles reads slugs with rlvr.data.bundled.canonical_name (rlvr.data.governance, which defines
+    dataset_slug, imports datasketch, which the GPU machine lacks): the two must agree."""
+    from rlvr.data.bundled import canonical_name
+    from rlvr.data.governance import dataset_slug
+    from rlvr.eval.final_params import dataset_roles
+
+    for spec in ("humanevalplus", "mbppplus:v0.2.0", "codecontests", "synthetic"):
+        assert canonical_name(spec) == dataset_slug(spec)
+    roles = dataset_roles({"governance": {"datasets": [{"name": "humanevalplus", "role": "test"}]}})
+    assert roles(dataset_slug("humanevalplus")) == {"test"}
