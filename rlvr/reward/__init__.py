@@ -7,7 +7,7 @@
 * :mod:`rlvr.reward.scorer`  – the shared scoring path (lazy process-wide judge).
 * :mod:`rlvr.reward.verl`    – ``compute_score`` / ``compute_score_async`` for verl's reward managers.
 * :mod:`rlvr.reward.trl`     – ``make_reward_funcs`` for ``trl.GRPOTrainer``.
-* :mod:`rlvr.reward.step_guard` – stop training at the first step whose judged samples were all
+* :mod:`rlvr.reward.step_guard` – stop training after 2 consecutive steps whose judged samples were all
   ``sandbox_error`` (a dead judge), in both engines.
 
 Importing any of them starts no sandbox and touches no network; the judge is created at the first reward call.

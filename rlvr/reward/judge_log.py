@@ -97,8 +97,8 @@ def require_judged(records: Sequence[Mapping[str, Any]], where: str | Path) -> N
     ``RLVR_SANDBOX_URL``), so the run trained on no reward at all and its model must not be published as if it had.
     Seen on the lent H100 when bubblewrap was missing (docs/training/gpu.md). Samples without code (``has_code``
     false; a record without the key counts as judged) never reach the judge, so they neither trigger nor prevent it.
-    The run-wide backstop of the per-step guard (:mod:`rlvr.reward.step_guard`), which stops a run at its first such
-    step."""
+    The run-wide backstop of the per-step guard (:mod:`rlvr.reward.step_guard`), which stops a run at its second
+    such step in a row."""
     judged = [r for r in records if r.get("has_code", True) is not False]
     if judged and all(r.get("status") == "sandbox_error" for r in judged):
         raise RuntimeError(

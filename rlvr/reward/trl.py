@@ -6,8 +6,11 @@ extra dataset column arrives as a list aligned with ``completions``; it expects 
 length, turns ``None`` into NaN (that completion is left out of the group baseline and gets advantage 0), and awaits
 ``async`` functions on its own event loop (``GRPOTrainer._calculate_rewards``).
 
-A generation batch whose every completion sent to the judge came back ``sandbox_error`` raises
-:class:`rlvr.reward.step_guard.JudgeDied` (the judge died: the run stops at that step instead of training on no reward).
+Each reward function keeps a per-step dead-judge guard (:class:`rlvr.reward.step_guard.StepGuard`, keyed on TRL's
+``global_step``): when every completion sent to the judge came back ``sandbox_error`` in
+:data:`~rlvr.reward.step_guard.DEAD_STEPS` (2) consecutive training steps (steps where nothing reached the judge
+skipped), the call raises :class:`rlvr.reward.step_guard.JudgeDied` (the judge died: the run stops there instead of
+training on no reward to the end). Batches of the same step (generation and evaluation) add up to one step.
 
 Completions are plain strings (standard datasets) or message lists ``[{"role": "assistant", "content": …}]``
 (conversational datasets); both are handled. The dataset needs a ``ground_truth`` column
@@ -38,7 +41,7 @@ from rlvr.reward.extract import clean_completion
 from rlvr.reward.modes import REWARD_MODES, RewardConfig, RewardMode, RewardOutcome, RewardShaping
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import JudgeLike, ScoringOptions
-from rlvr.reward.step_guard import check_step, step_counts
+from rlvr.reward.step_guard import LOCAL_HINT, StepGuard, step_counts
 
 __all__ = ["AsyncCodeReward", "CodeReward", "completion_text", "make_reward_funcs"]
 
@@ -72,13 +75,15 @@ class CodeReward:
         config: reward mode and shaping coefficients.
         judge: object with ``judge_many``; ``None`` = the process-wide sandbox judge (lazy).
         options: concurrency / per-request timeout / retries.
-    The instance's ``__name__`` (``code_<mode>``) is the name TRL logs the reward under (``rewards/code_dense/mean``).
+    The instance's ``__name__`` (``code_<mode>``) is the name TRL logs the reward under (``rewards/code_dense/mean``);
+    ``guard`` is its per-step dead-judge guard (module doc), one per reward function and run.
     """
 
     def __init__(
         self, config: RewardConfig, judge: JudgeLike | None = None, options: ScoringOptions | None = None
     ) -> None:
         self.scorer = RewardScorer(config, judge, options)
+        self.guard = StepGuard("TRL GRPO", totals=None, hint=LOCAL_HINT)
         self.__name__ = f"code_{config.mode}"
 
     def _items(
@@ -103,12 +108,12 @@ class CodeReward:
             for i, (c, gt, src) in enumerate(zip(completions, ground_truth, sources, strict=True))
         ]
 
-    @staticmethod
-    def _guard(outcomes: list[RewardOutcome], trainer_state: Any) -> None:
-        """The per-step dead-judge guard (:func:`rlvr.reward.step_guard.check_step`) on one generation batch; the
-        step is TRL's ``global_step + 1`` (the step this batch is generated for) when TRL passes its state."""
+    def _guard(self, outcomes: list[RewardOutcome], trainer_state: Any) -> None:
+        """Add one batch's outcomes to the per-step dead-judge guard (:attr:`guard`); the step is TRL's
+        ``global_step + 1`` (the step this batch is generated for) when TRL passes its state, else each call is a
+        step of its own. Raises :class:`rlvr.reward.step_guard.JudgeDied` (module doc)."""
         step = getattr(trainer_state, "global_step", None)
-        check_step(*step_counts(outcomes), step=step + 1 if isinstance(step, int) else "?", engine="TRL GRPO")
+        self.guard.observe(*step_counts(outcomes), step=step + 1 if isinstance(step, int) else None)
 
     @staticmethod
     def _log(outcomes: list[RewardOutcome], log_extra: Callable | None, log_metric: Callable | None) -> None:
@@ -140,7 +145,8 @@ class CodeReward:
         ``exclude``). Never raises for anything a completion contains or the judge does on some completions; raises
         ``ValueError`` when ``ground_truth`` is missing or invalid (a dataset bug) and
         :class:`rlvr.reward.step_guard.JudgeDied` when every completion sent to the judge came back
-        ``sandbox_error`` (a dead judge: the run stops at this step, in either ``sandbox_error`` mode)."""
+        ``sandbox_error`` in this step and the previous judged one (a dead judge: the run stops at this step, in
+        either ``sandbox_error`` mode)."""
         outcomes = self.scorer.score(self._items(completions, completion_ids, ground_truth, data_source))
         self._log(outcomes, log_extra, log_metric)
         self._guard(outcomes, kwargs.get("trainer_state"))

@@ -258,9 +258,11 @@ def _verl_result(outcome: RewardOutcome, extra_info: Any, kwargs: dict[str, Any]
 
 
 def _logged(out: dict[str, Any], extra_info: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``out``, after counting it for the per-step guard (:func:`rlvr.reward.step_guard.record`; inside Ray only)
-    and appending it to the judge log when ``kwargs["judge_log"]`` names one."""
-    step_guard.record(out.get("status"), out.get("has_code"))
+    """``out``, after counting it for the per-step guard (:func:`rlvr.reward.step_guard.record`: inside Ray only, in
+    memory, published by a background thread; not at all when rlvr's ``rate_limited`` manager already counted this
+    sample as a timed-out ``sandbox_error``, :func:`rlvr.reward.step_guard.expect_once`) and appending it to the judge
+    log when ``kwargs["judge_log"]`` names one."""
+    step_guard.record(out.get("status"), out.get("has_code"), sample=extra_info)
     if kwargs.get("judge_log"):
         judge_log.append_record(str(kwargs["judge_log"]), extra_info, out)
     return out

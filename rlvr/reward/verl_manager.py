@@ -78,15 +78,22 @@ class RLVRRateLimitedRewardManager(RateLimitedRewardManager):
     policy's: it becomes a ``sandbox_error`` (score NaN under the launcher's ``mask_excluded``, so the ``rlvr_grpo``
     estimator leaves it out; 0.0 otherwise) with every key the other samples have — verl builds one array per key
     from the first sample's keys, so a sample with other keys would fail the whole batch (``KeyError``) — and counts
-    as a judged ``sandbox_error`` for the per-step dead-judge guard (:mod:`rlvr.reward.step_guard`)."""
+    as a judged ``sandbox_error`` for the per-step dead-judge guard (:mod:`rlvr.reward.step_guard`). Each sample
+    counts once: with the sync ``compute_score`` the timed-out call goes on in verl's thread pool and would count again
+    when it finishes; the sample's ``extra_info`` copy is marked (:func:`rlvr.reward.step_guard.expect_once`), so
+    whichever of the two records first counts and the other does not."""
 
     async def run_single(self, data: DataProto) -> dict[str, Any]:
         """verl's ``RateLimitedRewardManager.run_single`` on :func:`with_response_length` ``(data)``."""
-        out = await super().run_single(with_response_length(data))
+        data = with_response_length(data)
+        sample = data.non_tensor_batch["extra_info"][0]  # the dict verl hands compute_score (this sample's copy)
+        step_guard.expect_once(sample)
+        out = await super().run_single(data)
         info = out.get("reward_extra_info") or {}
         if "status" not in info and ("timeout" in info or "error" in info):
             fn = self.config.reward.get("custom_reward_function") or {}
             mask = bool((fn.get("reward_kwargs") or {}).get("mask_excluded", False))
             out = {"reward_score": math.nan if mask else 0.0, "reward_extra_info": unscored_extra_info(mask)}
-            step_guard.record("sandbox_error", True)  # the judge did not answer: counted for the per-step guard
+            # the judge did not answer: counted for the per-step guard, unless the late call already was
+            step_guard.record("sandbox_error", True, sample=sample)
         return out

@@ -175,3 +175,40 @@ class FakeJudge:
         finally:
             with self._lock:
                 self._active -= 1
+
+
+class FakeKV:
+    """Ray's ``internal_kv`` module as :mod:`rlvr.reward.step_guard` uses it (put/list/get in one namespace);
+    remembers which thread put."""
+
+    def __init__(self) -> None:
+        self.store: dict[str, str] = {}
+        self.put_threads: list[int] = []
+
+    def _internal_kv_put(self, key, value, overwrite, namespace):
+        from rlvr.reward.step_guard import KV_NAMESPACE
+
+        assert namespace == KV_NAMESPACE and overwrite
+        self.put_threads.append(threading.get_ident())
+        self.store[key] = value
+
+    def _internal_kv_list(self, prefix, namespace):
+        return [k for k in self.store if k.startswith(prefix)]
+
+    def _internal_kv_get(self, key, namespace):
+        return self.store.get(key)
+
+
+def fake_ray_counts(monkeypatch, interval_s: float = 3600):
+    """Make this process look like a Ray worker to :mod:`rlvr.reward.step_guard`: a :class:`FakeKV` store, job
+    ``job1``, key ``job1/node-1``, and a fresh counter whose publisher ticks every ``interval_s`` seconds (default:
+    never within a test; call ``step_guard.flush()``). Returns ``(kv, counts)``; call ``counts.close()`` at the end."""
+    from rlvr.reward import step_guard
+
+    kv = FakeKV()
+    counts = step_guard._Counts(interval_s=interval_s)
+    monkeypatch.setattr(step_guard, "_ray_kv", lambda: kv)
+    monkeypatch.setattr(step_guard, "_job_id", lambda: "job1")
+    monkeypatch.setattr(step_guard, "_process_key", lambda job: f"{job}/node-1")
+    monkeypatch.setattr(step_guard, "_COUNTS", counts)
+    return kv, counts

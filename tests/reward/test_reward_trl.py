@@ -192,31 +192,54 @@ class _DyingJudge(FakeJudge):
 
 
 @pytest.mark.parametrize("policy", ["exclude", "zero"])
-def test_a_batch_whose_judged_completions_all_failed_stops_training(policy):
-    """A dead judge fails the step in either sandbox_error mode; a completion without code (scored without the judge)
-    does not hide it, and a batch where nothing reached the judge is no verdict on the judge."""
+def test_two_steps_whose_judged_completions_all_failed_stop_training(policy):
+    """A dead judge fails the second step in a row in either sandbox_error mode; a completion without code (scored
+    without the judge) does not hide it, a batch where nothing reached the judge is no verdict on the judge (neither
+    counts nor resets), one answer from the judge resets the count, and batches of one step are one step."""
     from types import SimpleNamespace
 
     from rlvr.reward.modes import RewardShaping
     from rlvr.reward.step_guard import JudgeDied
 
+    def at(step):
+        return SimpleNamespace(global_step=step)
+
     cfg = RewardConfig(mode="shaped", shaping=RewardShaping(sandbox_error=policy))
     f = CodeReward(cfg, _DyingJudge(), ScoringOptions(retry_backoff_s=0))
     comps = [fenced("print(6)"), "no code here", fenced("print(6)")]
-    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 5: all 2 samples sent to the judge"):
-        f(prompts=["p"] * 3, completions=comps, ground_truth=[GT] * 3, trainer_state=SimpleNamespace(global_step=4))
-    assert f(prompts=["p"], completions=["no code"], ground_truth=[GT]) == [pytest.approx(-0.5)]
-    alive = CodeReward(cfg, FakeJudge(), ScoringOptions(retry_backoff_s=0))
-    assert alive(prompts=["p"] * 2, completions=[fenced("x #SANDBOX"), fenced("print(6)")], ground_truth=[GT] * 2) \
-        == [None if policy == "exclude" else 0.0, 1.0]  # one answer from the judge: the step goes on
-    with pytest.raises(JudgeDied):
-        asyncio.run(AsyncCodeReward(cfg, _DyingJudge(), ScoringOptions(retry_backoff_s=0))(
-            prompts=["p"], completions=[fenced("print(6)")], ground_truth=[GT]))
+    dead = [None if policy == "exclude" else 0.0, pytest.approx(-0.5), None if policy == "exclude" else 0.0]
+    assert f(prompts=["p"] * 3, completions=comps, ground_truth=[GT] * 3, trainer_state=at(4)) == dead  # step 5
+    assert f(prompts=["p"] * 3, completions=comps, ground_truth=[GT] * 3, trainer_state=at(4)) == dead  # still 5
+    assert f(prompts=["p"], completions=["no code"], ground_truth=[GT], trainer_state=at(5)) == [pytest.approx(-0.5)]
+    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 7: all 2 samples sent to the judge .* as did all 4 of step "
+                                        r"5: no answer from the judge for 2 consecutive steps"):
+        f(prompts=["p"] * 3, completions=comps, ground_truth=[GT] * 3, trainer_state=at(6))
+
+    class Flaky(FakeJudge):
+        """A sandbox_error for every program while ``dead``."""
+
+        dead = False
+
+        def judge_many(self, items):
+            self.calls += 1
+            return [self._one(p, "#SANDBOX" if self.dead else c) for p, c in items]
+
+    judge = Flaky()
+    flaky = CodeReward(cfg, judge, ScoringOptions(retry_backoff_s=0))
+    for step in range(6):  # dead, alive, dead, alive…: never two dead steps in a row
+        judge.dead = step % 2 == 0
+        out = flaky(prompts=["p"] * 2, completions=[fenced("print(6)")] * 2, ground_truth=[GT] * 2,
+                    trainer_state=at(step))
+        assert out == ([None if policy == "exclude" else 0.0] * 2 if judge.dead else [1.0, 1.0])
+    g = AsyncCodeReward(cfg, _DyingJudge(), ScoringOptions(retry_backoff_s=0))
+    asyncio.run(g(prompts=["p"], completions=[fenced("print(6)")], ground_truth=[GT]))  # no state: a step per call
+    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 2: all 1 samples"):
+        asyncio.run(g(prompts=["p"], completions=[fenced("print(6)")], ground_truth=[GT]))
 
 
 def test_a_judge_that_dies_mid_run_stops_grpo_at_that_step(tmp_path):
-    """Through TRL's GRPOTrainer: step 1 is judged, the judge dies, step 2 raises out of ``train()`` (the stage then
-    exits with the one-line message) instead of training on no reward to the end."""
+    """Through TRL's GRPOTrainer: step 1 is judged, the judge dies, step 2 trains on no reward, step 3 raises out of
+    ``train()`` (the stage then exits with the one-line message) instead of training on no reward to the end."""
     import torch
     from datasets import Dataset
     from transformers import Qwen2Config, Qwen2ForCausalLM
@@ -243,6 +266,6 @@ def test_a_judge_that_dies_mid_run_stops_grpo_at_that_step(tmp_path):
                       logging_steps=1, save_strategy="no", use_cpu=True, bf16=False)
     trainer = GRPOTrainer(model=Qwen2ForCausalLM(cfg), reward_funcs=[reward], args=args, train_dataset=ds,
                           processing_class=tok)
-    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 2: all 2 samples sent to the judge"):
+    with pytest.raises(JudgeDied, match=r"^TRL GRPO step 3: all 2 samples sent to the judge .* as did all 2 of step 2"):
         trainer.train()
-    assert trainer.state.global_step == 1
+    assert trainer.state.global_step == 2

@@ -7,6 +7,7 @@ import asyncio
 import inspect
 import math
 import shutil
+import time
 
 import pytest
 from reward_fixtures import HUMANEVAL_0, MBPP_2, STDIO_SUM, FakeJudge, fenced
@@ -286,3 +287,49 @@ def test_rate_limited_timeout_becomes_an_excluded_sandbox_error():
         assert out["reward_extra_info"]["status"] == "sandbox_error" and out["reward_extra_info"]["valid"] is False
     finally:
         set_default_judge(prev)
+
+
+@pytest.mark.parametrize("fn_name", ["compute_score", "compute_score_async"])
+def test_a_timed_out_sample_counts_once_for_the_step_guard(monkeypatch, tmp_path, fn_name):
+    """rlvr's rate_limited manager counts a timed-out call as a judged sandbox_error; with the sync compute_score the
+    call goes on in verl's thread pool and, when it finishes, must not count the sample again."""
+    pytest.importorskip("verl")
+    from reward_fixtures import fake_ray_counts
+    from verl.trainer.ppo.reward import load_reward_manager
+
+    from rlvr.reward import step_guard
+    from rlvr.reward.judge_log import read_judge_log
+    from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
+
+    _, counts = fake_ray_counts(monkeypatch)
+    judge = FakeJudge(sleep_s=1.0)
+    prev = set_default_judge(judge)
+    try:
+        tok = _tokenizer()
+        cfg = _config("rate_limited", fn_name, False)
+        cfg.reward.timeout = 0.2
+        cfg.reward.reward_manager.source = "importlib"
+        cfg.reward.reward_manager.module.path = REWARD_MANAGER_MODULE
+        cfg.reward.reward_manager.name = REWARD_MANAGERS["rate_limited"]
+        cfg.reward.custom_reward_function.reward_kwargs = {"reward_mode": "sparse", "judge_log": str(tmp_path)}
+        rm = load_reward_manager(cfg, tok)
+        data, _ = _batch(tok, [fenced("print(6)")], GT)
+        out = rm.loop.run_until_complete(rm.run_single(data[0:1]))
+        assert out["reward_extra_info"]["status"] == "sandbox_error"
+        assert (counts.judged, counts.sandbox_error) == (1, 1)  # the manager's count, at once
+        deadline = time.monotonic() + 30
+        if fn_name == "compute_score":  # the abandoned call finishes (its judge-log line comes after its record)
+            while not read_judge_log(tmp_path) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert [r["status"] for r in read_judge_log(tmp_path)] == ["accepted"]
+        else:  # the coroutine was cancelled; its judge thread still ends
+            while (judge.calls < 1 or judge._active) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.2)
+        assert (counts.judged, counts.sandbox_error) == (1, 1)  # not counted again
+        step_guard.flush()
+        assert step_guard.job_totals() == (1, 1)
+        assert step_guard.ONCE_KEY not in data.non_tensor_batch["extra_info"][0]
+    finally:
+        set_default_judge(prev)
+        counts.close()

@@ -112,9 +112,10 @@ def test_worker_setup_registers_the_estimator(monkeypatch):
 @pytest.mark.parametrize("policy", ["exclude", "zero"])
 def test_a_judge_that_dies_mid_run_stops_verl_at_that_step(policy, monkeypatch):
     """Reward workers (Ray actors) score through ``compute_score_async`` with the launcher's reward kwargs; the judge
-    dies after step 1; at step 2 the estimator, called through the v1 trainer's advantage function, raises naming
-    verl's step — under ``zero`` too, where the rewards alone (0.0) cannot show a sandbox error, and although a
-    completion without code still gets a finite score."""
+    dies after step 1; step 2 is the first dead step (it trains on nothing but goes on), and at step 3 the estimator,
+    called through the v1 trainer's advantage function, raises naming verl's steps — under ``zero`` too, where the
+    rewards alone (0.0) cannot show a sandbox error, and although a completion without code still gets a finite
+    score."""
     import os
     import sys
     from pathlib import Path
@@ -167,6 +168,12 @@ def test_a_judge_that_dies_mid_run_stops_verl_at_that_step(policy, monkeypatch):
                                               for c in completions))
                 return [o["score"] for o in outs]
 
+            def flush(self) -> None:
+                """What the counts' background publisher does within a second (step_guard.PUBLISH_INTERVAL_S)."""
+                from rlvr.reward import step_guard
+
+                step_guard.flush()
+
         from reward_fixtures import fenced
 
         workers = [RewardWorker.remote() for _ in range(2)]
@@ -175,22 +182,61 @@ def test_a_judge_that_dies_mid_run_stops_verl_at_that_step(policy, monkeypatch):
 
         def step(n: int) -> list[float]:
             scores = [s for chunk in ray.get([w.score.remote(group) for w in workers], timeout=120) for s in chunk]
+            ray.get([w.flush.remote() for w in workers], timeout=60)
             monkeypatch.setattr(SkipManager, "step", n)  # what verl's fit sets before the step
             return _advantages("rlvr_grpo", scores, groups)[0]
 
         assert step(1)[0] > 0  # a healthy step trains: the accepted samples get a positive advantage
         ray.get([w.kill_judge.remote() for w in workers])
-        with pytest.raises(JudgeDied, match=r"^verl GRPO step 2: all 6 samples sent to the judge .* sandbox_error"):
-            step(2)
+        assert all(a == 0.0 for a in step(2))  # one dead step: no signal, but it goes on
+        with pytest.raises(JudgeDied, match=r"^verl GRPO step 3: all 6 samples sent to the judge .* sandbox_error, as "
+                                            r"did all 6 of step 2: no answer from the judge for 2 consecutive steps"):
+            step(3)
     finally:
         ray.shutdown()
 
 
-def test_an_all_nan_batch_stops_the_run_without_counts(monkeypatch):
-    """Outside Ray (no counts) the estimator still refuses a batch whose every reward is NaN (all excluded)."""
+def test_all_nan_batches_stop_the_run_without_counts(monkeypatch):
+    """Outside Ray (no counts) the estimator still refuses batches whose every reward is NaN (all excluded), at the
+    second dead step in a row. A batch with finite rewards says nothing about the judge without counts (a completion
+    without code scores without it): that step neither counts nor resets."""
+    from verl.utils.skip import SkipManager
+
     from rlvr.reward.step_guard import JudgeDied, StepGuard
     from rlvr.train.verl import advantage
 
     monkeypatch.setattr(advantage, "STEP_GUARD", StepGuard("verl GRPO"))
-    with pytest.raises(JudgeDied, match=r"^verl GRPO step 1: all 4 samples"):
+    nan = [math.nan] * 4
+    for n, scores in [(1, nan), (2, [math.nan, -0.5, 0.0, math.nan])]:
+        monkeypatch.setattr(SkipManager, "step", n)
+        _advantages("rlvr_grpo", scores, ["a"] * 4)
+    monkeypatch.setattr(SkipManager, "step", 3)
+    with pytest.raises(JudgeDied, match=r"^verl GRPO step 3: all 4 samples .* as did all 4 of step 1"):
+        _advantages("rlvr_grpo", nan, ["a"] * 4)
+
+
+def test_mini_batches_of_one_global_step_are_one_step(monkeypatch):
+    """verl's v1 trainer calls the estimator once per mini-batch when ``parameter_sync_step`` > 1, all under one
+    global step (``SkipManager.step``): the counts window is taken once per step, and two all-NaN mini-batches of one
+    step are one dead step, not two."""
+    from verl.utils.skip import SkipManager
+
+    from rlvr.reward.step_guard import JudgeDied, StepGuard
+    from rlvr.train.verl import advantage
+
+    reads: list[int] = []
+    totals = iter([(4, 4), (8, 8)])
+
+    def job_totals():
+        reads.append(SkipManager.step)
+        return next(totals)
+
+    monkeypatch.setattr(advantage, "STEP_GUARD", StepGuard("verl GRPO", totals=job_totals))
+    monkeypatch.setattr(SkipManager, "step", 7)
+    for _ in range(3):  # parameter_sync_step = 3
         _advantages("rlvr_grpo", [math.nan] * 4, ["a"] * 4)
+    assert reads == [7] and advantage.STEP_GUARD.step == 7
+    monkeypatch.setattr(SkipManager, "step", 8)
+    with pytest.raises(JudgeDied, match=r"^verl GRPO step 8: all 4 samples .* as did all 4 of step 7"):
+        _advantages("rlvr_grpo", [math.nan] * 4, ["a"] * 4)
+    assert reads == [7, 8]

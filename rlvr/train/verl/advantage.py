@@ -21,12 +21,20 @@ What else sees the NaN: verl's logged ``critic/score/*`` and ``critic/rewards/*`
 (``torch.mean``), and the validation means; :mod:`rlvr.train.verl.logs` computes those curves from the rollout dump
 with the unscored samples left out.
 
-A dead judge stops the run here: being the one rlvr function verl calls once per training step in the trainer
-process, the estimator first runs the step guard (:class:`rlvr.reward.step_guard.StepGuard`: the samples the reward
-workers sent to the judge since the previous step, read from Ray's key-value store, all ``sandbox_error`` →
-:class:`~rlvr.reward.step_guard.JudgeDied`, whatever ``reward_shaping.sandbox_error`` is), and also refuses a batch
-whose every reward is NaN (every sample an excluded sandbox error; this needs no counts). The exception
-ends verl's ``fit`` loop before the step's update; the message names verl's global step.
+A dead judge stops the run here: being the rlvr function verl calls at every training step in the trainer process,
+the estimator first runs the step guard (:class:`rlvr.reward.step_guard.StepGuard`: the samples the reward workers
+sent to the judge since the previous step, read from Ray's key-value store, are the step's window), and also reports a
+batch whose every reward is NaN (every sample an excluded sandbox error; this needs no counts) to the same guard as a
+dead window of the same step. :data:`~rlvr.reward.step_guard.DEAD_STEPS` (2) consecutive steps whose samples sent to
+the judge all came back ``sandbox_error`` raise :class:`~rlvr.reward.step_guard.JudgeDied`, whatever
+``reward_shaping.sandbox_error`` is (one such step may be a few timed-out calls in a healthy run). The exception ends
+verl's ``fit`` loop before the step's update; the message names verl's global steps.
+
+The step is verl's global step (:func:`current_step`), not this function's call: verl 0.9.1's v1 trainer
+(``TrainerBase.step``) calls ``_step_once`` — and so this estimator — once per mini-batch when
+``trainer.v1.<trainer_mode>.parameter_sync_step`` > 1, all under one global step. Only the first call of a step takes
+a counts window; a later call of the same step adds only its all-NaN verdict to that step, so a step never counts
+twice towards the consecutive steps.
 """
 
 from __future__ import annotations
@@ -38,14 +46,15 @@ import numpy as np
 import torch
 from verl.trainer.ppo import core_algos
 
-from rlvr.reward.step_guard import StepGuard, check_step
+from rlvr.reward.step_guard import StepGuard
 
 __all__ = ["ESTIMATOR", "STEP_GUARD", "compute_rlvr_grpo_advantage", "current_step"]
 
 ESTIMATOR = "rlvr_grpo"
 
 STEP_GUARD = StepGuard("verl GRPO")
-"""This process's step guard (verl's ``TaskRunner`` computes every step's advantages in one process)."""
+"""This process's step guard (verl's ``TaskRunner`` computes every step's advantages in one process), keyed on
+:func:`current_step`."""
 
 
 def current_step() -> int | None:
@@ -84,16 +93,15 @@ def compute_rlvr_grpo_advantage(
         ``(advantages, returns)``, both ``(batch, response_length)``, equal, zero off the mask and for unscored rows.
 
     Raises:
-        rlvr.reward.step_guard.JudgeDied: every sample sent to the judge since the previous step was
-            ``sandbox_error`` (:data:`STEP_GUARD`), or every reward of the batch is NaN.
+        rlvr.reward.step_guard.JudgeDied: this step and the previous judged one (:data:`STEP_GUARD`, keyed on verl's
+            global step) each had every sample sent to the judge come back ``sandbox_error``, or every reward of its
+            batch NaN.
     """
-    step = current_step()
-    STEP_GUARD.check(step)
+    STEP_GUARD.check(current_step())  # a no-op after the first call of the same global step
     scores = token_level_rewards.sum(dim=-1)
     nan = torch.isnan(scores)
     if scores.numel() and bool(nan.all()):  # every sample an excluded sandbox error, whatever the counts say
-        check_step(scores.numel(), scores.numel(), STEP_GUARD.calls if step is None else step, STEP_GUARD.engine,
-                   STEP_GUARD.hint)
+        STEP_GUARD.observe(scores.numel(), scores.numel(), STEP_GUARD.step, failed_batch=True)
     if norm_adv_by_std_in_grpo is None:
         norm_adv_by_std_in_grpo = bool(getattr(config, "norm_adv_by_std_in_grpo", True)) if config is not None \
             else True
