@@ -50,8 +50,9 @@ def test_every_nav_page_exists() -> None:
     assert not missing, f"mkdocs.yml nav names pages that do not exist under docs/: {missing}"
 
 
-def _hook():
-    spec = importlib.util.spec_from_file_location("docs_results_hook", ROOT / "docs_hooks" / "results.py")
+def _hook(name: str = "results"):
+    """The module ``docs_hooks/<name>.py`` (MkDocs loads hooks by path, not as a package)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{name}_hook", ROOT / "docs_hooks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -246,15 +247,8 @@ def test_built_site_has_no_rows_or_items_rendered_as_text(site: Path) -> None:
     assert not bad, "\n".join(bad)
 
 
-def _xrefs_hook():
-    spec = importlib.util.spec_from_file_location("xrefs", ROOT / "docs_hooks" / "xrefs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_xrefs_hook_turns_sphinx_roles_into_optional_autorefs() -> None:
-    sub = _xrefs_hook().on_page_content
+    sub = _hook("xrefs").on_page_content
     assert sub("see :func:<code>rlvr.io.read_metrics</code>.", None, None, None) == (
         'see <autoref identifier="rlvr.io.read_metrics" optional><code>rlvr.io.read_metrics</code></autoref>.')
     assert sub(":class:<code>~rlvr.config.Section</code>", None, None, None) == (
