@@ -15,14 +15,14 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
-from rlvr.io import read_metrics
+from rlvr.layout import read_metrics
 
 MARKER = re.compile(r"^<!-- rlvr:table ([\w-]+) -->$", re.M)
 
 
 def _read(root: Path, rel: str) -> Any:
     """The whole report behind the metrics file ``rel``: its scores, cost and provenance parts merged
-    (:func:`rlvr.io.read_metrics`). Raises ``FileNotFoundError`` naming ``rel`` when no part exists."""
+    (:func:`rlvr.layout.read_metrics`). Raises ``FileNotFoundError`` naming ``rel`` when no part exists."""
     data = read_metrics(root / rel)
     if data is None:
         raise FileNotFoundError(rel)
@@ -65,7 +65,7 @@ def _table(head: list[str], rows: list[list[Any]]) -> str:
 
 def _where(root: Path, rel: str, folder: str | None = None) -> str:
     """``rel`` (``metrics/<name>.json``) as a caption names it: its folder (``folder``, default ``metrics/<name>/``)
-    when the report is written in folder form (:func:`rlvr.io.write_metrics_folder`), else the file."""
+    when the report is written in folder form (:func:`rlvr.layout.write_metrics_folder`), else the file."""
     folder = folder or rel[: -len(".json")] + "/"
     return folder if (root / folder).is_dir() and not (root / rel).is_file() else rel
 

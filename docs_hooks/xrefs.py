@@ -1,6 +1,6 @@
 """MkDocs hook (``hooks:`` in mkdocs.yml): the docstrings' Sphinx cross-reference roles become links in the API pages.
 
-The docstrings write references the Sphinx way, ``:func:`rlvr.io.read_metrics```; mkdocstrings renders docstrings
+The docstrings write references the Sphinx way, ``:func:`rlvr.layout.read_metrics```; mkdocstrings renders docstrings
 as Markdown, where that shows as the text ``:func:`` before a code span. After a page is rendered this hook turns
 every ``:role:<code>target</code>`` (roles ``func class meth mod attr data exc obj``; a leading ``~`` keeps only
 the last dotted part as the title, as Sphinx does) into an optional mkdocs-autorefs reference, which the autorefs

@@ -61,14 +61,14 @@ class Result:
     """What a stage run produced.
 
     ``json``: path → JSON-serialisable object, each written with :func:`rlvr.io.atomic_write_json` (parent folders
-    created); ``metrics``: metrics file → the stage's whole report dict, each split by :func:`rlvr.io.write_metrics`
+    created); ``metrics``: metrics file → the stage's whole report dict, each split by :func:`rlvr.layout.write_metrics`
     into the scores file itself (what dvc.yaml declares as ``metrics``), ``metrics/cost/…`` and
     ``metrics/provenance/…``; ``folders``: metrics folder → the stage's whole report dict, written in folder form by
-    :func:`rlvr.io.write_metrics_folder` (one scores file per dataset, so ``dvc metrics show <folder>`` prints a row
-    per dataset; :func:`rlvr.io.read_metrics` of ``<folder>.json`` reads it back whole); ``resolved``: folder → params
-    section, each written with :func:`rlvr.config.dump_resolved` (the resolved params beside an output); ``echo``: the
-    summary printed at the end (nothing when empty); ``error``: when set, the stage fails after writing its files (the
-    message goes to stderr, exit status 1), e.g. a check whose report must be kept for inspection."""
+    :func:`rlvr.layout.write_metrics_folder` (one scores file per dataset, so ``dvc metrics show <folder>`` prints a
+    row per dataset; :func:`rlvr.layout.read_metrics` of ``<folder>.json`` reads it back whole); ``resolved``: folder
+    → params section, each written with :func:`rlvr.config.dump_resolved` (the resolved params beside an output);
+    ``echo``: the summary printed at the end (nothing when empty); ``error``: when set, the stage fails after writing
+    its files (the message goes to stderr, exit status 1), e.g. a check whose report must be kept for inspection."""
 
     json: Mapping[str | Path, Any] = field(default_factory=dict)
     metrics: Mapping[str | Path, dict[str, Any]] = field(default_factory=dict)
@@ -81,7 +81,8 @@ class Result:
         """Write every file atomically: the resolved params first, then the JSON files, then the metrics files and
         folders (each in the given order)."""
         from rlvr.config import dump_resolved
-        from rlvr.io import atomic_write_json, write_metrics, write_metrics_folder
+        from rlvr.io import atomic_write_json
+        from rlvr.layout import write_metrics, write_metrics_folder
 
         for folder, section in self.resolved.items():
             dump_resolved(section, folder)

@@ -3,8 +3,8 @@
 Reads ``params.yaml`` section ``baseline`` (:class:`rlvr.eval.baseline.BaselineParams`) and
 ``data/governance/problems/<dataset>.jsonl``; the model from ``models/base`` (or the configured Hub id/server).
 Writes ``metrics/baseline/<dataset>.json`` (one scores file per dataset; the protocol, backend/model/sampling, in
-``metrics/provenance/baseline/protocol.json``; ``rlvr.io.read_metrics("metrics/baseline.json")`` reads it all back as
-``{dataset: metrics, "protocol": ...}``), and under
+``metrics/provenance/baseline/protocol.json``; ``rlvr.layout.read_metrics("metrics/baseline.json")`` reads it all
+back as ``{dataset: metrics, "protocol": ...}``), and under
 ``data/baseline/``: ``samples/<dataset>.jsonl``, ``per_task/<dataset>.json``, ``qa/<dataset>/<verdict>.jsonl``,
 ``params.resolved.json``. Logs the metrics to wandb (offline unless ``WANDB_MODE`` says otherwise).
 

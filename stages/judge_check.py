@@ -5,7 +5,7 @@ Reads ``data/governance/problems/*.jsonl`` (the governed sets, EvalPlus oracles 
 including training problems dropped as duplicates or contamination; reported as ``<name>-all``). Writes
 ``metrics/judge_check/<dataset>.json`` (the accepted fraction; in ``metrics/provenance/judge_check/``: accepted /
 rejected / verdict counts / each rejection with its reason; the judge version in
-``metrics/provenance/judge_check.json``; ``rlvr.io.read_metrics("metrics/judge_check.json")`` reads it all back).
+``metrics/provenance/judge_check.json``; ``rlvr.layout.read_metrics("metrics/judge_check.json")`` reads it all back).
 Fails when a dataset in ``must_pass`` has any rejection, so a judge regression on HumanEval/MBPP/EvalPlus canonical
 solutions stops the pipeline.
 

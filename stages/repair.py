@@ -19,7 +19,7 @@ Writes ``metrics/repair/eval/after/<dataset>.json`` (after-training metrics: rec
 accepted@1 scores; accepted_at_turn, mean_turns, ... in provenance; ``training`` and ``protocol`` (with
 ``input_model``) in provenance beside them) and ``metrics/repair/eval/before/<dataset>.json`` (the input model's),
 one scores file per dataset, so ``dvc metrics show metrics/repair/eval`` prints a row per dataset before and after;
-``rlvr.report.collect.repair_report(rlvr.io.read_metrics("metrics/repair.json"))`` reads them back as
+``rlvr.report.collect.repair_report(rlvr.layout.read_metrics("metrics/repair.json"))`` reads them back as
 ``{dataset: after, "before": {dataset: ...}, "training": {...}, "protocol": {...}}``; traces
 ``data/repair/traces/<dataset>.jsonl`` (after) and ``data/repair/before/traces/<dataset>.jsonl``;
 ``data/repair/params.resolved.json``.

@@ -4,7 +4,7 @@ Reads ``params.yaml`` section ``report`` (:class:`rlvr.report.ReportParams`: boo
 order), ``metrics/*.json``, ``metrics/<stage>/**/*.tsv``, the final eval's ``metrics/final/*.json``, the per-task
 arrays ``data/<phase>/per_task/*.json`` and ``data/eval/final/<phase>/per_task/*.json``, and
 ``data/governance/audit.md`` (each metrics file read whole: scores, cost and provenance parts,
-:func:`rlvr.io.read_metrics`). Writes ``reports/index.html`` (no network needed to view it: charts are inline SVG),
+:func:`rlvr.layout.read_metrics`). Writes ``reports/index.html`` (no network needed to view it: charts are inline SVG),
 ``reports/plots/<stage>.tsv`` (the seeded curves, seeds overlaid, for ``dvc plots``) and
 ``reports/params.resolved.json``. Stages that have not run show as "not run".
 

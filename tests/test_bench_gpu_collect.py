@@ -31,8 +31,8 @@ def test_curves_judge_reads_the_judge_seconds_from_the_cost_mirror(tmp_path):
 def test_part_result_reads_stage_reports_written_as_folders(tmp_path):
     """run_gpu.sh's parts write the baseline as metrics/<part>/ (a file per dataset) and repair as
     metrics/<part>/eval/{after,before}/ (rlvr.stage.Result.folders); the collector reads them as the one-file
-    reports it read before (rlvr.io.read_metrics, rlvr.report.collect.repair_report)."""
-    from rlvr.io import write_metrics_folder
+    reports it read before (rlvr.layout.read_metrics, rlvr.report.collect.repair_report)."""
+    from rlvr.layout import write_metrics_folder
 
     m = tmp_path / "metrics"
     write_metrics_folder(m / "baseline_hf", {

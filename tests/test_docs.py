@@ -17,7 +17,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from rlvr.io import read_metrics
+from rlvr.layout import read_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -71,9 +71,9 @@ def test_results_hook_renders_the_committed_metrics() -> None:
 
 def _folder_layout(root: Path) -> None:
     """Rewrite the metrics under ``root`` as the stages now write them (a folder of one file per dataset:
-    rlvr.io.write_metrics_folder; the final summary: rlvr.eval.final.write_summary)."""
+    rlvr.layout.write_metrics_folder; the final summary: rlvr.eval.final.write_summary)."""
     from rlvr.eval.final import write_summary
-    from rlvr.io import layout_paths, write_metrics_folder
+    from rlvr.layout import layout_paths, write_metrics_folder
 
     m = root / "metrics"
 
@@ -249,8 +249,8 @@ def test_built_site_has_no_rows_or_items_rendered_as_text(site: Path) -> None:
 
 def test_xrefs_hook_turns_sphinx_roles_into_optional_autorefs() -> None:
     sub = _hook("xrefs").on_page_content
-    assert sub("see :func:<code>rlvr.io.read_metrics</code>.", None, None, None) == (
-        'see <autoref identifier="rlvr.io.read_metrics" optional><code>rlvr.io.read_metrics</code></autoref>.')
+    assert sub("see :func:<code>rlvr.layout.read_metrics</code>.", None, None, None) == (
+        'see <autoref identifier="rlvr.layout.read_metrics" optional><code>rlvr.layout.read_metrics</code></autoref>.')
     assert sub(":class:<code>~rlvr.config.Section</code>", None, None, None) == (
         '<autoref identifier="rlvr.config.Section" optional><code>Section</code></autoref>')
     assert "()</code>" in sub(":meth:<code>Judge.run_code()</code>", None, None, None)

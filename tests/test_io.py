@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rlvr.io import atomic_write_jsonl, read_appended_jsonl, read_curves, write_curves
+from rlvr.io import atomic_write_jsonl, read_appended_jsonl
+from rlvr.layout import read_curves, write_curves
 
 
 def test_blank_lines_skipped_and_line_numbers_kept(tmp_path):

@@ -1,4 +1,4 @@
-"""The metrics layout (issue 29, rlvr.io.write_metrics): the DVC metrics files hold scores only; cost and provenance
+"""The metrics layout (issue 29, rlvr.layout.write_metrics): the DVC metrics files hold scores only; cost and provenance
 go beside them, losslessly; dvc.yaml declares the parts of every metrics file, the seeds follow `seeds`, and every
 plot is declared once."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rlvr.io import (
+from rlvr.layout import (
     layout_paths,
     merge_metrics,
     metric_names,
@@ -109,8 +109,9 @@ def test_write_then_read_gives_the_report_back(tmp_path):
 
 
 def test_a_metrics_folder_is_one_file_per_entry_and_reads_back_whole(tmp_path):
-    """The final eval's layout (rlvr.io.write_metrics_folder): one scores file per dataset with short keys (a row each
-    in `dvc metrics show <folder>`), the protocol in provenance only (its output_limit_mb is a setting, not cost)."""
+    """The final eval's layout (rlvr.layout.write_metrics_folder): one scores file per dataset with short keys (a row
+    each in `dvc metrics show <folder>`), the protocol in provenance only (its output_limit_mb is a setting, not
+    cost)."""
     folder = tmp_path / "metrics" / "final" / "eval_sft"
     write_metrics_folder(folder, EVAL)
     assert sorted(p.name for p in folder.iterdir()) == ["synthetic.json"]
@@ -148,7 +149,7 @@ def test_a_resume_from_the_local_cache_changes_the_cost_file_only(tmp_path):
 
 
 def test_a_report_in_folder_form_reads_back_through_its_file_name(tmp_path):
-    """rlvr.io.write_metrics_folder: each entry split as it would be inside the whole report (training's seconds are
+    """rlvr.layout.write_metrics_folder: each entry split as it would be inside the whole report (training's seconds are
     cost, its loss provenance; no scores file for it), a value that is not a dict (judge_check's judge_version) in the
     report's own file beside the folder, sub-folders read as nested entries, and read_metrics(<folder>.json) gives the
     whole report back; the file of the one-file layout is removed, not merged back; a dataset's three parts always

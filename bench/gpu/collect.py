@@ -30,7 +30,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import read_appended_jsonl, read_curves, read_metrics
+from rlvr.io import read_appended_jsonl
+from rlvr.layout import read_curves, read_metrics
 from rlvr.report.collect import repair_report
 
 LIBS = ("torch", "vllm", "verl", "ray", "transformers", "tokenizers", "tensordict", "flash-attn", "flashinfer-python")
@@ -64,7 +65,7 @@ def _jsonl(path: Path) -> list[dict[str, Any]]:
 
 def _curves_judge(curves: Path | None) -> dict[int, dict[str, float]]:
     """``{step: {"judge_s", "judged"}}`` from a stage's curves TSV joined with its cost mirror
-    (``metrics/cost/<same path>``, where the stage writes ``judge_s``: :func:`rlvr.io.read_curves`); empty cells and
+    (``metrics/cost/<same path>``, where the stage writes ``judge_s``: :func:`rlvr.layout.read_curves`); empty cells and
     a missing file give ``{}``."""
     if curves is None or not curves.is_file():
         return {}
@@ -147,7 +148,7 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
                     "repair_tool": "repair_tool", "big_sft": "big_sft", "big_openai": "big_baseline_openai",
                     "big_repair": "big_repair"}.get(name)
     m = repo / "metrics" / f"{metrics_file}.json" if metrics_file else None
-    # scores + cost + provenance parts, a file or a folder of one file per dataset (rlvr.io.read_metrics)
+    # scores + cost + provenance parts, a file or a folder of one file per dataset (rlvr.layout.read_metrics)
     metrics = repair_report(read_metrics(m)) if m is not None else None
     if metrics:
         if "baseline" in metrics_file:

@@ -56,7 +56,8 @@ from rlvr.eval.provenance import engine_tag, model_hash, tag_of
 from rlvr.eval.resumable import evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
-from rlvr.io import atomic_write_json, atomic_write_jsonl, write_metrics, write_metrics_folder
+from rlvr.io import atomic_write_json, atomic_write_jsonl
+from rlvr.layout import write_metrics, write_metrics_folder
 
 __all__ = [
     "EvalDataset",
@@ -185,10 +186,10 @@ def run_eval(
 ) -> dict[str, Any]:
     """Score every existing phase; write ``metrics/eval_<phase>/<dataset>.json`` (one metrics file per dataset, so
     ``dvc metrics show metrics/final/eval_<phase>`` prints a row per dataset; the phase's ``protocol`` in
-    ``metrics/provenance/…/eval_<phase>/protocol.json``: :func:`rlvr.io.write_metrics_folder`, read back whole by
-    :func:`rlvr.io.read_metrics_folder`), ``<out_dir>/<phase>/{per_task,samples,journal}/`` and the summary
+    ``metrics/provenance/…/eval_<phase>/protocol.json``: :func:`rlvr.layout.write_metrics_folder`, read back whole by
+    :func:`rlvr.layout.read_metrics_folder`), ``<out_dir>/<phase>/{per_task,samples,journal}/`` and the summary
     (returned; :func:`write_summary`: ``headline/``, ``seeds/`` and ``eval.json``); each metrics file is split into
-    scores, cost and provenance (:func:`rlvr.io.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
+    scores, cost and provenance (:func:`rlvr.layout.write_metrics`). ``params``: the whole ``params.yaml`` (roles, the
     tuning-stage check, :func:`check_tuning_stages`, which runs first; ``seeds``: the GRPO seeds scored,
     :func:`discover_phases`). ``make_gen(model_dir)``: the generator of a phase.
     Raises ``ConfigError`` (test set in a tuning stage) or ``FileNotFoundError`` (dataset file missing); with a
@@ -273,8 +274,9 @@ def run_eval(
 def write_summary(metrics_dir: str | Path, summary: Mapping[str, Any]) -> list[Path]:
     """Write the eval stage's ``summary`` (:func:`run_eval`) so that every scores file is a narrow table in ``dvc
     metrics show`` (a row per dataset, a few columns) and the headline keeps the names the README's ``dvc exp show``
-    recipe keeps. Under ``metrics_dir`` (``metrics/final``), each file split into scores / cost / provenance parts
-    (:func:`rlvr.io.write_metrics`; no empty part, the folder ``metrics/final`` and its mirrors being declared whole):
+    recipe keeps. Under ``metrics_dir`` (``metrics/final``), each file split into scores / cost / provenance
+    parts (:func:`rlvr.layout.write_metrics`; no empty part, the folder ``metrics/final`` and its mirrors being
+    declared whole):
 
     * ``headline/<dataset>.json``: ``{"headline": {<dataset>: {accepted@1, pass@k..., role}}}``, the headline phase
       (:func:`headline_block`) one dataset per file. The dataset stays in the key (``headline.<dataset>.accepted@1``,

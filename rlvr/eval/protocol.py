@@ -138,7 +138,7 @@ def evaluate(
     Writes (atomically) the sample rows (:func:`stored_row`: no judge seconds), the per-task ``{task_id: {n, c,
     first, pass@k...}}`` arrays and the QA logs; the judge seconds are in the returned metrics only (cost), and so
     is ``resumed_tasks`` (tasks whose samples came from ``samples.jsonl``: it follows what an earlier run left, so
-    :func:`rlvr.io.write_metrics` puts it in the cost file, :data:`rlvr.io.COST_KEY`).
+    :func:`rlvr.layout.write_metrics` puts it in the cost file, :data:`rlvr.layout.COST_KEY`).
     Raises ``ValueError`` on duplicate problem ids, ``n < 1`` or a ``k`` outside ``[1, n]``.
     """
     if n < 1 or any(k < 1 or k > n for k in ks):

@@ -3,7 +3,7 @@
 Files and what they become (everything optional; absent ones are reported as "not run"):
 
 * ``metrics/baseline.json`` and ``metrics/eval_<phase>.json``, or their folder form ``metrics/baseline/<dataset>.json``
-  (:func:`rlvr.io.read_metrics` reads either) → evaluation **phases**: ``{dataset: metrics dict of
+  (:func:`rlvr.layout.read_metrics` reads either) → evaluation **phases**: ``{dataset: metrics dict of
   rlvr.eval.metrics.compute_metrics, "protocol": {...}}``. A dataset entry is any top-level object holding
   ``accepted@1`` or ``verdicts``. ``metrics/repair.json`` is a phase too when it has that shape.
 * Per-task arrays for CIs and flips: ``<data_dir>/<stem>/per_task/<dataset>.json`` (``stem`` = metrics file stem,
@@ -14,7 +14,7 @@ Files and what they become (everything optional; absent ones are reported as "no
 * ``metrics/governance.json``, ``metrics/judge_check.json``, ``<data_dir>/governance/audit.md`` → the Data section.
 * ``metrics/final/eval.json`` with ``headline/`` and ``seeds/`` beside it (the summary: ``phases``, ``not_run``,
   ``seeds``, ``headline``; :func:`rlvr.report.summary.read_summary`) and
-  ``metrics/final/eval_<phase>/<dataset>.json`` (:func:`rlvr.io.read_metrics_folder`; the earlier layout, one file
+  ``metrics/final/eval_<phase>/<dataset>.json`` (:func:`rlvr.layout.read_metrics_folder`; the earlier layout, one file
   ``metrics/final/eval_<phase>.json``, reads the same) → the **final evaluation** (stage ``eval``,
   :mod:`rlvr.eval.final`: Dev and Test sets under one protocol, CIs inside each dataset entry under ``"ci"``);
   per-task arrays from
@@ -23,9 +23,9 @@ Files and what they become (everything optional; absent ones are reported as "no
   (``Collected.repair``: after-training metrics per dataset, optional ``before``/``training``/``protocol`` blocks) for
   the repair section.
 
-Layout (:func:`rlvr.io.layout_paths`): each ``metrics/<rel>.json`` is the scores part of a stage's report; its
+Layout (:func:`rlvr.layout.layout_paths`): each ``metrics/<rel>.json`` is the scores part of a stage's report; its
 cost and provenance parts are ``metrics/cost/<rel>.json`` and ``metrics/provenance/<rel>.json``. Every file is read
-whole (:func:`rlvr.io.read_metrics` merges the three parts), so the sections below see one dict per report, and a
+whole (:func:`rlvr.layout.read_metrics` merges the three parts), so the sections below see one dict per report, and a
 report with no scores (governance) is found by its other parts.
 
 Parsing one file (JSON, the TSVs, flattened keys) is :mod:`rlvr.report.formats`; its readers stay importable
@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import layout_paths, metric_names, read_metrics, read_metrics_folder
+from rlvr.layout import layout_paths, metric_names, read_metrics, read_metrics_folder
 from rlvr.report.formats import align_columns, flatten, read_json, read_tsv
 from rlvr.report.summary import read_summary
 
@@ -96,7 +96,7 @@ class Phase:
 class Curve:
     """One training-curve TSV: ``stage`` (``grpo``), ``seed``, ``name`` (file path under the stage folder without
     the seed part and ``.tsv``, e.g. ``train``), ``columns`` (:func:`rlvr.report.formats.read_tsv`); ``cost``: the
-    timing columns of its cost mirror (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`; e.g.
+    timing columns of its cost mirror (``metrics/cost/<same path>``, :func:`rlvr.layout.write_curves`; e.g.
     ``judge_step_s`` seconds), aligned with ``columns["step"]`` (NaN where a step is missing), empty without a
     mirror."""
 
@@ -260,10 +260,10 @@ def collect(metrics_dir: str | Path = "metrics", data_dir: str | Path = "data",
 
 
 def _report_names(metrics_dir: Path) -> list[str]:
-    """``<name>.json`` of every report directly in ``metrics_dir``: its files (:func:`rlvr.io.metric_names`) and the
-    reports written in folder form (:func:`rlvr.io.write_metrics_folder`), a sub-folder of ``metrics_dir`` or of its
+    """``<name>.json`` of every report directly in ``metrics_dir``: its files (:func:`rlvr.layout.metric_names`) and the
+    reports written in folder form (:func:`rlvr.layout.write_metrics_folder`), a sub-folder of ``metrics_dir`` or of its
     cost/provenance mirrors named like a special file (``baseline``, ``judge_check``, ``repair``…) or ``eval_<phase>``.
-    :func:`rlvr.io.read_metrics` of ``metrics_dir / name`` reads either form."""
+    :func:`rlvr.layout.read_metrics` of ``metrics_dir / name`` reads either form."""
     names = set(metric_names(metrics_dir))
     for base in {p.parent for p in layout_paths(metrics_dir / "x.json")}:
         if base.is_dir():
@@ -274,7 +274,7 @@ def _report_names(metrics_dir: Path) -> list[str]:
 
 def repair_report(data: Any) -> Any:
     """The repair stage's report as one dict, ``{dataset: after-training metrics, "before": {dataset: ...},
-    "training": {...}, "protocol": {...}}``, from :func:`rlvr.io.read_metrics` of ``metrics/repair.json`` in either
+    "training": {...}, "protocol": {...}}``, from :func:`rlvr.layout.read_metrics` of ``metrics/repair.json`` in either
     layout: the folder form ``metrics/repair/eval/{after,before}/`` (read as ``{"eval": {"after": ..., "before":
     ...}}``; a leftover file of the earlier layout beside it is ignored) or the earlier one file, returned as it is
     (so is anything else, ``None`` included)."""
@@ -292,7 +292,7 @@ def _phase_folders(final_dir: Path) -> list[Path]:
 
 
 def _load_folder(out: Collected, folder: Path) -> dict[str, Any] | None:
-    """:func:`rlvr.io.read_metrics_folder` of a final-eval phase folder, its files' sha256 in ``out.sources``; an
+    """:func:`rlvr.layout.read_metrics_folder` of a final-eval phase folder, its files' sha256 in ``out.sources``; an
     unreadable file is recorded in ``out.problems`` (``None``)."""
     try:
         data = read_metrics_folder(folder)

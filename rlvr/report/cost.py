@@ -1,8 +1,8 @@
 """``rlvr cost``: what the run spent, per stage: the cost files that the stages write beside their metrics
-(:func:`rlvr.io.write_metrics`: seconds, throughput, memory and tokens spent, and the work resumed from the local
+(:func:`rlvr.layout.write_metrics`: seconds, throughput, memory and tokens spent, and the work resumed from the local
 cache, ``resumed_from_step`` / ``resumed_tasks``, in ``metrics/cost/<path of the metrics file>``), and the timing
 columns of the per-step curves (``metrics/cost/<path of the curves TSV>``, e.g. ``grpo/seed-1.tsv``: ``judge_step_s``
-seconds per step, :func:`rlvr.io.write_curves`), summarised per column. They are plain DVC outs, not ``metrics`` or
+seconds per step, :func:`rlvr.layout.write_curves`), summarised per column. They are plain DVC outs, not ``metrics`` or
 ``plots``, so ``dvc metrics diff`` and ``dvc plots diff`` stay about behaviour; this command (or ``dvc metrics show
 metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import click
 
-from rlvr.io import merge_metrics, read_metrics, read_metrics_folder
+from rlvr.layout import merge_metrics, read_metrics, read_metrics_folder
 
 __all__ = ["PER_TASK_DIR", "PHASE_ORDER", "base_phase", "format_summary", "load_summary", "main", "per_task_loader",
            "read_summary", "summary_rows"]
@@ -67,8 +67,8 @@ def base_phase(name: str) -> str:
 
 def read_summary(path: str | Path) -> dict[str, Any] | None:
     """The ``eval`` stage's summary as one dict (``phases``, ``not_run``, ``seeds``, ``headline``), from ``path``
-    (``metrics/final/eval.json``: its scores, cost and provenance parts, :func:`rlvr.io.read_metrics`) merged with the
-    files written beside it (:func:`rlvr.eval.final.write_summary`): ``headline/<dataset>.json`` and
+    (``metrics/final/eval.json``: its scores, cost and provenance parts, :func:`rlvr.layout.read_metrics`) merged
+    with the files written beside it (:func:`rlvr.eval.final.write_summary`): ``headline/<dataset>.json`` and
     ``seeds/<base>/{mean,std}/<dataset>.json`` (and their cost/provenance mirrors). A summary written as one file (the
     earlier layout) reads the same. ``None`` when none of them exists. Raises ``ValueError`` naming a file that is
     not a JSON object."""

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from rlvr.data.governance import GovernanceParams, fill_expected, load_configured, run_governance
 from rlvr.data.schema import AssertTest, CallTest, Problem, read_problems
-from rlvr.io import read_metrics
+from rlvr.layout import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,8 +21,8 @@ from rlvr.eval.final import (
     run_eval,
 )
 from rlvr.generate import Completion, GenerationStats, SamplingParams
-from rlvr.io import read_metrics_folder
 from rlvr.judge.verdict import JudgeResult
+from rlvr.layout import read_metrics_folder
 from rlvr.report.summary import read_summary
 
 PROBLEMS = [Problem(id=f"syn/{i}", source="syn", split="dev", statement=f"Print {i}.",

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rlvr.data.schema import AssertTest, Problem, write_problems
-from rlvr.io import read_metrics
+from rlvr.layout import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

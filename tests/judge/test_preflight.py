@@ -198,7 +198,7 @@ def test_a_stage_whose_verdicts_are_sandbox_errors_fails_without_metrics(tmp_pat
     (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 1.0}\n")
     res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check"])
     assert res.exit_code == 0, res.output  # a ceiling of 1.0 lets it through: the verdicts are then the metrics
-    from rlvr.io import read_metrics
+    from rlvr.layout import read_metrics
 
     assert read_metrics(tmp_path / "metrics" / "judge_check.json")["humaneval"]["verdicts"] == {
         "sandbox_error": 1}

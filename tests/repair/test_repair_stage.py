@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from rlvr.data.synthetic import SyntheticParams, completion_for, generate_from_params
 from rlvr.eval.baseline import DatasetSelection
-from rlvr.io import read_metrics
+from rlvr.layout import read_metrics
 from rlvr.repair.eval import RepairParams, default_model, select_repair_problems
 from rlvr.report.collect import repair_report
 

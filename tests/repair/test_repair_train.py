@@ -128,7 +128,7 @@ def test_one_real_repair_training_step(tmp_path, judge, monkeypatch):
     again = run_repair_training(cfg, EnvConfig(turns=2, turn_penalty=0.1), common, model, problems, judge,
                                 tmp_path / "again", tmp_path / "again.tsv", gen=policy)
     assert again["warmup"]["resumed_from_step"] == m["warmup"]["steps"] and again["resumed_from_step"] == 1
-    from rlvr.io import write_metrics
+    from rlvr.layout import write_metrics
 
     _, _, prov1 = write_metrics(tmp_path / "m1" / "metrics" / "repair.json", {"training": m})
     _, cost2, prov2 = write_metrics(tmp_path / "m2" / "metrics" / "repair.json", {"training": again})

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("matplotlib", reason="the report draws with matplotlib (add it to the project dependencies)")
 
-from rlvr.io import read_metrics, read_metrics_folder
+from rlvr.layout import read_metrics, read_metrics_folder
 from rlvr.report import ReportParams, build_report
 from rlvr.report.summary import read_summary
 

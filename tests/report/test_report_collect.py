@@ -85,9 +85,9 @@ def test_wandb_sync_cli(tmp_path, monkeypatch):
 
 
 def test_final_phases_read_from_folders_and_from_the_earlier_one_file_layout(tmp_path):
-    """metrics/final/eval_<phase>/<dataset>.json (rlvr.io.write_metrics_folder) and the earlier eval_<phase>.json
+    """metrics/final/eval_<phase>/<dataset>.json (rlvr.layout.write_metrics_folder) and the earlier eval_<phase>.json
     give the same phase; where both exist (a leftover file), the folder wins."""
-    from rlvr.io import write_metrics, write_metrics_folder
+    from rlvr.layout import write_metrics, write_metrics_folder
 
     report = {"syn": {"accepted@1": 0.5, "pass@1": 0.5, "n_tasks": 4, "judge_s_mean": 0.1,
                       "ci": {"accepted@1": {"lo": 0.1, "hi": 0.9}}}, "protocol": {"n": 1}}
@@ -107,7 +107,7 @@ def test_final_phases_read_from_folders_and_from_the_earlier_one_file_layout(tmp
 def _to_folder_form(metrics: Path) -> None:
     """Rewrite the tree's one-file reports the way the stages now write them: baseline, judge_check and
     eval_<stage> as a folder of one file per dataset, repair as metrics/repair/eval/{after,before}/."""
-    from rlvr.io import layout_paths, read_metrics, write_metrics_folder
+    from rlvr.layout import layout_paths, read_metrics, write_metrics_folder
 
     for name in ("baseline", "judge_check", *(p.stem for p in metrics.glob("eval_*.json")), "repair"):
         report = read_metrics(metrics / f"{name}.json")
@@ -122,7 +122,7 @@ def _to_folder_form(metrics: Path) -> None:
 
 def test_collect_reads_reports_in_folder_form_as_in_one_file(tmp_path):
     """The report sees the same phases, judge check and repair whether a stage wrote one file or a folder of one
-    file per dataset (rlvr.io.write_metrics_folder; rlvr.report.collect.repair_report)."""
+    file per dataset (rlvr.layout.write_metrics_folder; rlvr.report.collect.repair_report)."""
     from conftest import write_complete_tree
 
     def seen(root: Path) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from rlvr.io import write_curves, write_metrics
+from rlvr.layout import write_curves, write_metrics
 from rlvr.report.build import seed_overlays
 from rlvr.report.collect import collect
 from rlvr.report.cost import main as cost_main

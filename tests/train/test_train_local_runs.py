@@ -11,7 +11,7 @@ import pytest
 import torch
 from train_fixtures import FakeJudge, build_model, small_family
 
-from rlvr.io import read_curves, write_metrics
+from rlvr.layout import read_curves, write_metrics
 from rlvr.train.local.common import TrainCommon, resume_checkpoint, run_dir
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ from test_verl_launch import STEPS, FakeRunner
 from train_fixtures import FakeJudge, small_family
 
 from rlvr.data.schema import write_problems
-from rlvr.io import read_metrics
+from rlvr.layout import read_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvr.io import COST_KEY, read_curves
+from rlvr.layout import COST_KEY, read_curves
 from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
 from rlvr.train.verl import logs as vlogs

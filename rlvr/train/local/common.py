@@ -174,8 +174,8 @@ def fit(trainer_cls: Any, policy: str | Path, args: Any, train_dataset: Any, cur
     "resumed_from_step"}``, the keys every local training stage reports. ``train_loss`` and ``steps`` come from the
     run's log history (:func:`train_and_publish`), the same whether it trained from step 0 or found its finished
     checkpoint in the cache, so they are provenance; ``train_runtime_s`` and ``resumed_from_step`` follow the
-    run's history and the machine's cache, so :func:`rlvr.io.write_metrics` puts them in the cost file
-    (:data:`rlvr.io.COST_KEY`)."""
+    run's history and the machine's cache, so :func:`rlvr.layout.write_metrics` puts them in the cost file
+    (:data:`rlvr.layout.COST_KEY`)."""
     from transformers import AutoTokenizer
 
     trainer = trainer_cls(model=str(policy), args=args, train_dataset=train_dataset,

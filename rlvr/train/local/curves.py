@@ -1,6 +1,6 @@
 """Training curves of the local (TRL) engine: :class:`TsvCurves`, a ``TrainerCallback`` writing logged keys per step
 to a TSV (the ``dvc plots`` format); timing columns (``judge_step_s``) go to the TSV's cost mirror
-(:func:`rlvr.io.write_curves`), so the plot is the same on any machine.
+(:func:`rlvr.layout.write_curves`), so the plot is the same on any machine.
 """
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import atomic_write_text, read_curves, write_curves
+from rlvr.io import atomic_write_text
+from rlvr.layout import read_curves, write_curves
 
 __all__ = ["TsvCurves"]
 
@@ -22,8 +23,8 @@ class TsvCurves:
     always ``step`` (``state.global_step``). Missing keys are written as empty cells; rows with none of the keys
     (e.g. the final ``train_runtime`` summary) are skipped. The file is rewritten atomically at every row, so it is
     complete after an interruption; on resume, rows already present (``step`` ≤ the resumed step) are kept. Columns
-    that measure time (:data:`rlvr.io.COST_KEY`, e.g. ``judge_step_s`` seconds) are written to the cost mirror of
-    ``path`` (``metrics/cost/<same path>``, :func:`rlvr.io.write_curves`), not to the plot.
+    that measure time (:data:`rlvr.layout.COST_KEY`, e.g. ``judge_step_s`` seconds) are written to the cost mirror of
+    ``path`` (``metrics/cost/<same path>``, :func:`rlvr.layout.write_curves`), not to the plot.
     ``mirror``: a second, whole copy (every column) kept beside the checkpoints (outside DVC's outputs, which DVC
     deletes before re-running a stage), from which the rows of an earlier run are restored on resume.
     """
@@ -70,7 +71,7 @@ class TsvCurves:
         self.write()
 
     def write(self) -> None:
-        """Rewrite the plot TSV and its cost mirror (:func:`rlvr.io.write_curves`), and the whole-copy ``mirror``,
+        """Rewrite the plot TSV and its cost mirror (:func:`rlvr.layout.write_curves`), and the whole-copy ``mirror``,
         atomically."""
         write_curves(self.path, list(self.columns), self.rows)
         if self.mirror is not None:

@@ -10,7 +10,7 @@ mean over the batch), as documented in ``GRPOConfig``.
 
 Curves (one TSV row per logging step, from TRL's logged metrics, see :data:`GRPO_CURVES`): reward mean/std, accepted
 rate, pass_ratio, zero-std group fraction, KL, entropy, completion length, clip ratio; the judge wall seconds per step
-(``judge_step_s``) go to the TSV's cost mirror ``metrics/cost/grpo/seed-<n>.tsv`` (:func:`rlvr.io.write_curves`).
+(``judge_step_s``) go to the TSV's cost mirror ``metrics/cost/grpo/seed-<n>.tsv`` (:func:`rlvr.layout.write_curves`).
 
 Run through the stage: ``python stages/grpo.py --seed 1``.
 """

@@ -245,7 +245,7 @@ def _warm_start(cfg: RepairTrainParams, common: TrainCommon, model_dir: str | Pa
     ``steps``, ``loss`` and ``resumed_from_step``). A finished warm start in the run folder (its model and
     :data:`WARMUP_FILE`) is reused (logged): it reports the figures it recorded, so the provenance is the same as
     when it trains, and ``resumed_from_step`` = its ``steps`` (0 when it trains), which is cost
-    (:data:`rlvr.io.COST_KEY`: it follows the cache)."""
+    (:data:`rlvr.layout.COST_KEY`: it follows the cache)."""
     from datasets import Dataset
     from transformers import AutoTokenizer
     from trl import SFTConfig, SFTTrainer
@@ -283,7 +283,7 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     ``max_steps == 0``: the input model is published unchanged), ``warmup`` (with ``warmup_epochs`` > 0: the
     warm start's ``rows``, ``steps`` and ``loss``; a finished one in the run folder is reused, logged, with the
     figures it recorded in :data:`WARMUP_FILE`). ``resumed_from_step`` (also ``warmup.resumed_from_step``) and the
-    seconds follow the local cache and the load: :func:`rlvr.io.write_metrics` puts them in the cost file."""
+    seconds follow the local cache and the load: :func:`rlvr.layout.write_metrics` puts them in the cost file."""
     import time
 
     from datasets import Dataset

@@ -66,7 +66,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import read_appended_jsonl, write_curves
+from rlvr.io import read_appended_jsonl
+from rlvr.layout import write_curves
 from rlvr.reward import judge_log
 
 __all__ = [
@@ -270,7 +271,7 @@ def _cell(v: Any) -> str:
 def write_tsv(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> Path:
     """Write ``rows`` as a DVC plots TSV (header ``step`` + ``columns``; empty cell = missing) atomically; columns
     that measure time (``judge_s`` seconds) go to the TSV's cost mirror ``metrics/cost/<same path>``
-    (:func:`rlvr.io.write_curves`), so the plot holds nothing load-dependent. Returns the plot's path."""
+    (:func:`rlvr.layout.write_curves`), so the plot holds nothing load-dependent. Returns the plot's path."""
     cells = [{h: _cell(r.get(h)) for h in ("step", *columns)} for r in rows]
     return write_curves(path, list(columns), cells)[0]
 
