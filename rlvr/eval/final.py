@@ -53,7 +53,7 @@ from rlvr.eval.final_params import (
 from rlvr.eval.metrics import compute_metrics, pass_at_k, per_task_counts
 from rlvr.eval.protocol import stored_row
 from rlvr.eval.provenance import engine_tag, model_hash, tag_of
-from rlvr.eval.resumable import evaluate_resumable
+from rlvr.eval.resumable import GenStats, evaluate_resumable
 from rlvr.eval.stats import per_task_metric_cis, seed_summary
 from rlvr.generate.base import Generator, Prompt, SamplingParams
 from rlvr.io import atomic_write_json, atomic_write_jsonl
@@ -224,16 +224,17 @@ def run_eval(
         pdir = Path(out_dir) / name
         for ds, (sel, ps) in datasets.items():
             log.info("eval %s / %s: %d problems", name, ds, len(ps))
+            g_stats, k_stats = GenStats(), GenStats()  # cost only: what this run generated, and how fast
             g_rows = evaluate_resumable(ps, gen, judge, cfg.greedy, 1, tag, pdir / "journal" / f"{ds}.greedy.jsonl",
-                                        judge_info["version"], chunk_tasks=cfg.chunk_tasks)
-            m = compute_metrics(g_rows, ks=[1], greedy=True)
+                                        judge_info["version"], chunk_tasks=cfg.chunk_tasks, stats=g_stats)
+            m = compute_metrics(g_rows, ks=[1], greedy=True, **g_stats.metrics_kwargs())
             first = {r["task_id"]: r["verdict"] for r in g_rows}
             k_rows = None
             if sel.k:
                 k_rows = evaluate_resumable(ps, gen, judge, cfg.sampling, cfg.n, tag,
                                             pdir / "journal" / f"{ds}.k.jsonl", judge_info["version"],
-                                            chunk_tasks=cfg.chunk_tasks)
-                mk = compute_metrics(k_rows, ks=cfg.ks, greedy=False)
+                                            chunk_tasks=cfg.chunk_tasks, stats=k_stats)
+                mk = compute_metrics(k_rows, ks=cfg.ks, greedy=False, **k_stats.metrics_kwargs())
                 m["eval@k"] = mk
                 m.update({f"pass@{k}": mk[f"pass@{k}"] for k in cfg.ks})
                 per_task = _per_task(k_rows, cfg.ks, first)

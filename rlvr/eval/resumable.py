@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,27 @@ from rlvr.generate.extract import extract_code
 from rlvr.io import atomic_write_jsonl
 from rlvr.progress import progress
 
-__all__ = ["evaluate_resumable"]
+__all__ = ["GenStats", "evaluate_resumable"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class GenStats:
+    """What :func:`evaluate_resumable` generated in this run, accumulated over its calls: ``wall_s`` (wall seconds
+    spent in ``generator.generate``), ``samples`` and ``tokens`` (completions and their generated tokens). Zero when
+    every row was resumed. For the cost metrics only (:func:`rlvr.eval.metrics.compute_metrics`'s ``gen_wall_s``,
+    ``gen_samples``, ``gen_tokens``): it follows the machine's load, so it never goes into a journal or sample
+    file."""
+
+    wall_s: float = 0.0
+    samples: int = 0
+    tokens: int = 0
+
+    def metrics_kwargs(self) -> dict[str, float | int | None]:
+        """``compute_metrics`` keyword arguments: ``gen_wall_s`` is ``None`` when nothing was generated."""
+        return {"gen_wall_s": self.wall_s if self.samples else None, "gen_samples": self.samples,
+                "gen_tokens": self.tokens}
 
 
 def evaluate_resumable(
@@ -44,12 +64,14 @@ def evaluate_resumable(
     judge_version: str,
     prompt_fn: Callable[[Problem], Prompt] | None = None,
     chunk_tasks: int = 32,
+    stats: GenStats | None = None,
 ) -> list[dict[str, Any]]:
     """Judged rows (one per (task, sample), task order then sample index) for ``problems``, resumable (module doc);
     rows judged in this call carry ``judge_s`` (seconds), resumed ones do not.
 
     ``model_tag``: model id + hash (part of every key). ``journal``: append-only JSONL cache. ``judge`` has
-    ``judge_many``. Raises ``ValueError`` on duplicate problem ids or a generator returning the wrong count."""
+    ``judge_many``. ``stats``: when given, the generation of this call is added to it (:class:`GenStats`).
+    Raises ``ValueError`` on duplicate problem ids or a generator returning the wrong count."""
     from rlvr.data.prompts import build_messages
 
     prompt_fn = prompt_fn or build_messages
@@ -74,7 +96,12 @@ def evaluate_resumable(
             need_gen = [t for t in chunk if not all(k in done for k in keys[t])]
             comps = {}
             if need_gen:
+                t0 = time.perf_counter()
                 out = generator.generate([prompts[t] for t in need_gen], n, sampling, ids=[ids[t] for t in need_gen])
+                if stats is not None:
+                    stats.wall_s += time.perf_counter() - t0
+                    stats.samples += sum(len(cs) for cs in out)
+                    stats.tokens += sum(c.n_tokens for cs in out for c in cs)
                 for t, cs in zip(need_gen, out, strict=True):
                     if len(cs) != n:
                         raise ValueError(f"generator returned {len(cs)} completions for {ids[t]}, expected {n}")

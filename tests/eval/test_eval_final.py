@@ -462,3 +462,25 @@ def test_dataset_roles_uses_the_governance_slug():
         assert canonical_name(spec) == dataset_slug(spec)
     roles = dataset_roles({"governance": {"datasets": [{"name": "humanevalplus", "role": "test"}]}})
     assert roles(dataset_slug("humanevalplus")) == {"test"}
+
+
+def test_cost_reports_what_this_run_generated_and_nothing_when_resumed(tmp_path):
+    """The final eval's cost part carries the generation wall time and throughput of the rows generated in this run
+    (it was ``null`` even when every row was generated); a re-run that resumes every row reports none."""
+    write_problems(tmp_path / "problems" / "syn.jsonl", PROBLEMS)
+    _model(tmp_path / "models" / "base", b"base")
+    params = {"governance": {"datasets": [{"name": "syn", "role": "dev"}]}}
+    cfg = EvalParams(datasets=[{"name": "syn", "k": True}], n=2, ks=[1, 2], bootstrap=20, tuning_stages=["baseline"])
+
+    def run():
+        run_eval(cfg, Judge(), lambda d: Gen(), tmp_path / "problems", tmp_path / "data", tmp_path / "metrics",
+                 params=params, root=tmp_path)
+        return read_metrics_folder(tmp_path / "metrics" / "eval_baseline")["syn"]
+
+    m = run()
+    assert m["gen_wall_s"] > 0 and m["throughput_samples_per_s"] == pytest.approx(6 / m["gen_wall_s"])
+    k = m["eval@k"]  # 6 tasks x 2 samples; sample j of task i has 10*i + j tokens
+    assert k["gen_wall_s"] > 0 and k["throughput_tokens_per_s"] == pytest.approx(306 / k["gen_wall_s"])
+    again = run()
+    assert again["gen_wall_s"] is None and again["throughput_samples_per_s"] is None
+    assert again["eval@k"]["gen_wall_s"] is None
