@@ -3,7 +3,6 @@ agent loop; the tools, rows and configs it writes are :mod:`rlvr.repair.verl_too
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +16,7 @@ __all__ = ["run_repair_verl"]
 
 def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: Sequence[Problem],
                     val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
-                    runner: Any = subprocess.run, python: str = sys.executable,
+                    runner: Any = None, python: str = sys.executable,
                     check: Any = "default", reward_shaping: Any = None) -> dict[str, Any]:
     """Repair training on verl (engine ``verl``): GRPO through the tool agent loop
     (:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`) with our tools.
@@ -30,7 +29,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     (:func:`~rlvr.repair.verl_tool.write_agent_loop_config`), ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO
     overrides of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden
     verdict, plus :func:`rlvr.repair.verl_tool.repair_overrides`). Then launches ``python -m verl.trainer.main_ppo``
-    through ``runner`` (:func:`rlvr.train.verl.launch.launch`; tests pass a fake), writes the curves TSV and merges
+    through ``runner`` (:func:`rlvr.train.verl.launch.launch`; ``None``: :func:`rlvr.train.verl.launch.run_teed`;
+    tests pass a fake), writes the curves TSV and merges
     the last actor checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
     :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
     the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
@@ -38,7 +38,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository.
     Returns ``{engine, method, steps, checkpoint, reward_first,
     reward_last}``.
-    Raises ``subprocess.CalledProcessError`` when verl fails, ``FileNotFoundError`` when no checkpoint appears."""
+    Raises ``subprocess.CalledProcessError`` when verl fails (:class:`rlvr.reward.step_guard.JudgeDied` when the judge
+    step guard stopped it), ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
     from rlvr.model import resolve_model_ref
     from rlvr.train.local.common import run_dir
@@ -46,6 +47,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.train.verl import logs as vlogs
     from rlvr.train.verl.overrides import VerlParams, grpo_command, grpo_overrides, load_profile, write_overrides
 
+    runner = runner or vlaunch.run_teed
     vcfg = load_section("verl", VerlParams, params_path)
     hw = load_profile(vcfg.profile)
     if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)

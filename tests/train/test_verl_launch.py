@@ -5,6 +5,7 @@ verl's own argument parser)."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from rlvr.layout import COST_KEY, read_curves
 from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
 from rlvr.train.verl import logs as vlogs
-from rlvr.train.verl.launch import launch, run_grpo_verl, run_sft_verl
+from rlvr.train.verl.launch import launch, run_grpo_verl, run_sft_verl, run_teed
 from rlvr.train.verl.merge import latest_checkpoint, merge_command
 from rlvr.train.verl.overrides import VerlParams
 
@@ -254,3 +255,60 @@ def test_worker_env_carries_the_logger_path_and_the_gpu_setting(tmp_path, monkey
     assert env["VERL_FILE_LOGGER_PATH"] == str((tmp_path / "logs" / "a.jsonl").resolve())
     assert env[NOSET_CUDA_VISIBLE_DEVICES] == "1" and env["RLVR_SANDBOX_URL"] == "http://judge:8080"
     assert NOSET_CUDA_VISIBLE_DEVICES not in worker_env(tmp_path / "b.jsonl", VerlProfile(model="m", n_gpus_per_node=1))
+
+
+GUARD_MSG = ("verl step 4: all 64 samples sent to the judge (embedded sandboxes) came back sandbox_error, as did "
+             "all 64 of step 3: no answer from the judge for 2 consecutive steps")
+# what Ray prints on the driver when the estimator raised in verl's TaskRunner actor (shape of a real RayTaskError)
+RAY_TRACEBACK = f"""Traceback (most recent call last):
+  File "verl/trainer/main_ppo.py", line 42, in main
+ray.exceptions.RayTaskError(JudgeDied): ray::TaskRunner.run() (pid=4242, ip=10.0.0.1)
+  File "rlvr/train/verl/advantage.py", line 120, in compute_rlvr_grpo
+rlvr.reward.step_guard.JudgeDied: {GUARD_MSG}
+"""
+
+
+def _fake_trainer(tmp_path, stderr: str, status: int) -> str:
+    """An executable standing in for ``python -m verl.trainer.main_ppo``: prints ``stderr`` there and exits."""
+    (tmp_path / "err.txt").write_text(stderr)
+    exe = tmp_path / "fake_python"
+    exe.write_text(f"#!/bin/sh\necho trainer-stdout\ncat {tmp_path / 'err.txt'} >&2\nexit {status}\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_a_run_the_judge_guard_stopped_ends_on_the_guards_message(tmp_path, capfd):
+    """Through the default runner, a verl run stopped by the step guard raises JudgeDied with the guard's line (the
+    stage prints it as its one-line error), not the trainer's exit status; verl's stderr still reaches ours."""
+    from rlvr.reward.step_guard import JudgeDied
+    from rlvr.stage import one_line_error
+
+    with pytest.raises(JudgeDied) as ei:
+        run_grpo_verl(
+            GRPOParams(seed=1), VerlParams(profile=str(PROFILE)), model_path="models/sft",
+            train_files=tmp_path / "train.parquet", val_files=tmp_path / "val.parquet", reward_mode="sparse",
+            out_model_dir=tmp_path / "m", curves_path=tmp_path / "c.tsv", run_dir=tmp_path / "run",
+            experiment_name="grpo-seed1", python=_fake_trainer(tmp_path, RAY_TRACEBACK, 1), check=None)
+    assert str(ei.value) == GUARD_MSG and one_line_error(ei.value) == GUARD_MSG
+    assert isinstance(ei.value.__cause__, subprocess.CalledProcessError) and ei.value.__cause__.returncode == 1
+    out, err = capfd.readouterr()
+    assert "trainer-stdout" in out and "ray.exceptions.RayTaskError(JudgeDied)" in err
+
+
+def test_run_teed_other_failures_and_successes(tmp_path, capfd):
+    with pytest.raises(subprocess.CalledProcessError) as ei:  # another failure: the exit status, as before
+        run_teed([_fake_trainer(tmp_path, "CUDA out of memory\n", 3)], check=True)
+    assert ei.value.returncode == 3 and "CUDA out of memory" in capfd.readouterr().err
+    # a guard line in a run that exited 0, or without check, raises nothing
+    assert run_teed([_fake_trainer(tmp_path, RAY_TRACEBACK, 0)], check=True).returncode == 0
+    assert run_teed([_fake_trainer(tmp_path, RAY_TRACEBACK, 1)]).returncode == 1
+
+
+def test_the_verl_entry_points_launch_through_run_teed():
+    import inspect
+
+    from rlvr.repair import verl_run
+
+    for fn in (launch, run_grpo_verl, run_sft_verl):
+        assert inspect.signature(fn).parameters["runner"].default is run_teed
+    assert "runner or vlaunch.run_teed" in inspect.getsource(verl_run.run_repair_verl)

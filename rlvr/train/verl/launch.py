@@ -15,12 +15,15 @@ the judge before verl starts.
 Every attempt logs to its own file (``<run_dir>/logs/attempt-<k>.jsonl`` through ``VERL_FILE_LOGGER_PATH``; verl's
 file logger truncates on open) and :mod:`rlvr.train.verl.logs` merges them, so a resumed run keeps earlier curves.
 Checkpoints live in ``<run_dir>/checkpoints`` (outside DVC outputs); verl resumes from them (``resume_mode=auto``).
-The subprocess runner is injectable (tests pass a fake; nothing here needs a GPU until it runs).
+The subprocess runner is injectable (tests pass a fake; nothing here needs a GPU until it runs). The default,
+:func:`run_teed`, copies verl's stderr through and turns a run the judge step guard stopped into
+:class:`rlvr.reward.step_guard.JudgeDied` with the guard's own message, instead of a bare exit status.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -56,10 +59,52 @@ __all__ = [
     "ray_env",
     "run_grpo_verl",
     "run_sft_verl",
+    "run_teed",
     "worker_env",
 ]
 
 Runner = Callable[..., Any]
+
+
+_JUDGE_DIED = re.compile(r"rlvr\.reward\.step_guard\.JudgeDied: (.+)")
+
+
+def run_teed(
+    argv: Sequence[str],
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess[bytes]:
+    """``subprocess.run(argv, env=env, cwd=cwd, check=check)`` whose child's stderr is copied, line by line as it
+    comes, to this process's stderr (stdout is inherited untouched) and scanned for the traceback line
+    ``rlvr.reward.step_guard.JudgeDied: <message>``, which Ray prints when the step guard stopped verl's trainer
+    (:mod:`rlvr.reward.step_guard`; the estimator raises it in verl's driver actor).
+
+    Returns the ``CompletedProcess`` (``stdout``/``stderr`` ``None``). With ``check`` and a non-zero exit status it
+    raises :class:`rlvr.reward.step_guard.JudgeDied` with the last such message when one was seen (the cause is the
+    ``CalledProcessError``), so a stage stopped by a dead judge ends on the guard's one-line reason rather than on
+    the trainer's exit status; otherwise ``subprocess.CalledProcessError``."""
+    died: str | None = None
+    with subprocess.Popen(list(argv), env=None if env is None else dict(env), cwd=None if cwd is None else str(cwd),
+                          stderr=subprocess.PIPE) as proc:
+        assert proc.stderr is not None
+        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+        for raw in proc.stderr:
+            if out is not None:
+                out.write(raw)
+                out.flush()
+            else:  # a stderr without bytes (a test's capture): decoded
+                sys.stderr.write(raw.decode("utf-8", "replace"))
+            if b"JudgeDied" in raw and (m := _JUDGE_DIED.search(raw.decode("utf-8", "replace"))):
+                died = m.group(1).strip()
+    if check and proc.returncode != 0:
+        err = subprocess.CalledProcessError(proc.returncode, list(argv))
+        if died is not None:
+            from rlvr.reward.step_guard import JudgeDied
+
+            raise JudgeDied(died) from err
+        raise err
+    return subprocess.CompletedProcess(list(argv), proc.returncode)
 
 
 def log_attention(profile: VerlProfile) -> None:
@@ -72,7 +117,7 @@ def launch(
     cmd: Sequence[str],
     overrides: Sequence[str],
     env: Mapping[str, str] | None = None,
-    runner: Runner = subprocess.run,
+    runner: Runner = run_teed,
     cwd: str | Path | None = None,
     unset: Sequence[str] = (),
 ) -> Any:
@@ -80,7 +125,8 @@ def launch(
     ``runner`` returns.
 
     ``runner`` is called as ``runner(argv, env=…, cwd=…, check=True)`` (``subprocess.run``'s signature), so a
-    failing trainer raises ``subprocess.CalledProcessError`` with its exit status."""
+    failing trainer raises ``subprocess.CalledProcessError`` with its exit status (:func:`run_teed`, the default:
+    :class:`rlvr.reward.step_guard.JudgeDied` when the judge step guard stopped it)."""
     full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
     return runner([*cmd, *overrides], env=full_env, cwd=None if cwd is None else str(cwd), check=True)
 
@@ -167,7 +213,7 @@ def run_grpo_verl(
     ray_address: str | None = None,
     start_head: bool = False,
     python: str = sys.executable,
-    runner: Runner = subprocess.run,
+    runner: Runner = run_teed,
     check: Callable[..., Any] | None = preflight,
 ) -> dict[str, Any]:
     """GRPO on verl end to end; returns the metrics dict for ``metrics/grpo*.json``.
@@ -241,7 +287,7 @@ def run_sft_verl(
     profile: VerlProfile | None = None,
     rdzv_endpoint: str | None = None,
     python: str = sys.executable,
-    runner: Runner = subprocess.run,
+    runner: Runner = run_teed,
 ) -> dict[str, Any]:
     """SFT on verl end to end (``torchrun -m verl.trainer.sft_trainer``); returns the metrics dict.
 
