@@ -41,7 +41,9 @@ back to back: how far the machine's drift moves the ratio); the same three for `
 Run (on an idle machine; the figures in ``results.json`` name the command and machine):
 ``sudo .venv/bin/python bench/judge/bench_judge.py --workers 2 --repeat 5`` -> ``bench/judge/results.json``. It
 measures the rlvr of its own tree (``PYTHONPATH``, when set, picks another: ``rlvr_tree`` in the output says which).
-Quick check: ``--repeat 1 --programs 20 --calls 200``.
+Quick check: ``--repeat 1 --programs 20 --calls 200``. ``--imports typing,datetime,random``: every program starts by
+importing those modules (what the judge's runner preloads for a program that names them; the floor's children import
+them per test, so only each system's own CPU per test, not its ratio over the floor, says what that costs).
 """
 
 from __future__ import annotations
@@ -143,11 +145,17 @@ def _commit(tree: Path) -> str | None:
     return head + ("+dirty" if dirty else "")
 
 
-def load(path: Path, programs: int | None) -> list[dict[str, Any]]:
-    """The workload ``[{"task_id", "code", "tests": [{"stdin", "stdout"}]}]``: its first ``programs`` records."""
+def load(path: Path, programs: int | None, imports: str | None = None) -> list[dict[str, Any]]:
+    """The workload ``[{"task_id", "code", "tests": [{"stdin", "stdout"}]}]``: its first ``programs`` records;
+    ``imports`` (comma-separated module names): each program starts with ``import <imports>`` (a workload whose
+    programs import what the judge preloads for programs that name it, inside/runner.py's ``PRELOAD``)."""
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         items = [json.loads(line) for line in fh]
-    return items[:programs] if programs else items
+    items = items[:programs] if programs else items
+    if imports:
+        head = f"import {', '.join(m.strip() for m in imports.split(','))}\n"
+        items = [{**r, "code": head + r["code"]} for r in items]
+    return items
 
 
 # ------------------------------------------------------------------------------------------- systems (in the child)
@@ -427,20 +435,23 @@ def _child(system: str, opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--programs", type=int, default=None, help="first N programs of the workload (default: all)")
 @click.option("--calls", type=int, default=1000, show_default=True, help="tests of the boundary problems")
 @click.option("--clients", type=int, default=None, help="concurrent requests of the served system [2 x workers]")
+@click.option("--imports", default=None,
+              help="comma-separated modules every program imports first (e.g. typing,datetime,random)")
 @click.option("--systems", default="rlvr,served,floor,prime,boundary", show_default=True)
 @click.option("--out", type=click.Path(path_type=Path), default=HERE / "results.json")
 @click.option("--child", default=None, hidden=True)
 @click.option("--opts", default=None, hidden=True)
 @click.option("--cgroup", default=None, hidden=True)
 def main(workload: Path, workers: int, repeat: int, programs: int | None, calls: int, clients: int | None,
-         systems: str, out: Path, child: str | None, opts: str | None, cgroup: str | None) -> None:
+         imports: str | None, systems: str, out: Path, child: str | None, opts: str | None,
+         cgroup: str | None) -> None:
     """Measure the systems ``repeat`` times, interleaved, and write ``out`` (see the module docstring)."""
     if child is not None:
         o = json.loads(opts or "{}")
         if child == "served-server":
             serve_for_bench(o["workers"], cgroup)
             return
-        items = load(Path(o["workload"]), o["programs"])
+        items = load(Path(o["workload"]), o["programs"], o.get("imports"))
         if child == "rlvr":
             res = run_rlvr(items, o["workers"], cgroup)
         elif child == "served":
@@ -467,7 +478,8 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
     names = [s for s in systems.split(",") if s]
     load_at_start = os.getloadavg()
     clients = clients or 2 * workers
-    o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls, "clients": clients}
+    o = {"workload": str(workload), "programs": programs, "workers": workers, "calls": calls, "clients": clients,
+         "imports": imports}
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in names}
     for r in range(repeat):
         for s in names:
@@ -490,10 +502,12 @@ def main(workload: Path, workers: int, repeat: int, programs: int | None, calls:
     s_ratio, s_median, s_paired = ratios("served")
     cmd = " ".join(["python", "bench/judge/bench_judge.py", f"--workers {workers}", f"--repeat {repeat}"]
                    + ([f"--programs {programs}"] if programs else [])
+                   + ([f"--imports {imports}"] if imports else [])
                    + [f"--calls {calls}", f"--clients {clients}", f"--systems {systems}"])
     atomic_write_json(out, {
         "command": cmd,
         "workload": workload.name,
+        "imports": imports,  # every program starts with ``import <imports>`` (None: the workload as it is)
         "judge_version": JUDGE_VERSION,
         "rlvr_tree": str(Path(rlvr.__file__).parent.parent),
         "rlvr_commit": _commit(Path(rlvr.__file__).parent.parent),

@@ -18,6 +18,7 @@ def summary(run: dict) -> dict:
     served = run["runs"].get("served", [])
     out = {
         "tree": run.get("rlvr_commit") or run.get("rlvr_tree"),
+        "imports": run.get("imports"),
         "best_cpu_ms_per_test": run["best_cpu_ms_per_test"],
         "median_cpu_ms_per_test": run["median_cpu_ms_per_test"],
         "ratio_rlvr_over_floor": run["ratio_rlvr_over_floor"],
