@@ -296,12 +296,19 @@ def test_a_run_the_judge_guard_stopped_ends_on_the_guards_message(tmp_path, capf
 
 
 def test_run_teed_other_failures_and_successes(tmp_path, capfd):
+    from rlvr.reward.step_guard import JudgeDied
+
     with pytest.raises(subprocess.CalledProcessError) as ei:  # another failure: the exit status, as before
         run_teed([_fake_trainer(tmp_path, "CUDA out of memory\n", 3)], check=True)
     assert ei.value.returncode == 3 and "CUDA out of memory" in capfd.readouterr().err
     # a guard line in a run that exited 0, or without check, raises nothing
     assert run_teed([_fake_trainer(tmp_path, RAY_TRACEBACK, 0)], check=True).returncode == 0
     assert run_teed([_fake_trainer(tmp_path, RAY_TRACEBACK, 1)]).returncode == 1
+    # 300 kB of a progress bar redrawn with \r (no newline), then the guard's line without a final newline
+    bar = "".join(f"rollout {i % 100:3d}%|####|\r" for i in range(15000))
+    with pytest.raises(JudgeDied, match=r"^verl step 4: all 64 samples"):
+        run_teed([_fake_trainer(tmp_path, bar + "\n" + RAY_TRACEBACK.rstrip("\n"), 1)], check=True)
+    assert capfd.readouterr().err.count("rollout") == 15000  # all of it copied through
 
 
 def test_the_verl_entry_points_launch_through_run_teed():

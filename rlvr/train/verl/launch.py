@@ -75,28 +75,39 @@ def run_teed(
     cwd: str | Path | None = None,
     check: bool = False,
 ) -> subprocess.CompletedProcess[bytes]:
-    """``subprocess.run(argv, env=env, cwd=cwd, check=check)`` whose child's stderr is copied, line by line as it
-    comes, to this process's stderr (stdout is inherited untouched) and scanned for the traceback line
-    ``rlvr.reward.step_guard.JudgeDied: <message>``, which Ray prints when the step guard stopped verl's trainer
-    (:mod:`rlvr.reward.step_guard`; the estimator raises it in verl's driver actor).
+    """``subprocess.run(argv, env=env, cwd=cwd, check=check)`` whose child's stderr is copied to this process's
+    stderr as it comes (a progress bar's carriage-return redraws included; stdout is inherited untouched) and scanned
+    for the traceback line ``rlvr.reward.step_guard.JudgeDied: <message>``, which Ray prints when the step guard
+    stopped verl's trainer (:mod:`rlvr.reward.step_guard`; the estimator raises it in verl's driver actor).
 
     Returns the ``CompletedProcess`` (``stdout``/``stderr`` ``None``). With ``check`` and a non-zero exit status it
     raises :class:`rlvr.reward.step_guard.JudgeDied` with the last such message when one was seen (the cause is the
     ``CalledProcessError``), so a stage stopped by a dead judge ends on the guard's one-line reason rather than on
     the trainer's exit status; otherwise ``subprocess.CalledProcessError``."""
     died: str | None = None
+
+    def scan(line: bytes) -> None:
+        nonlocal died
+        if b"JudgeDied" in line and (m := _JUDGE_DIED.search(line.decode("utf-8", "replace"))):
+            died = m.group(1).strip()
+
     with subprocess.Popen(list(argv), env=None if env is None else dict(env), cwd=None if cwd is None else str(cwd),
                           stderr=subprocess.PIPE) as proc:
         assert proc.stderr is not None
         out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
-        for raw in proc.stderr:
+        pending = b""
+        # copied as it comes, not per line: progress bars redraw with \r and end their line only when done
+        while chunk := proc.stderr.read1(1 << 16):  # type: ignore[attr-defined]
             if out is not None:
-                out.write(raw)
+                out.write(chunk)
                 out.flush()
             else:  # a stderr without bytes (a test's capture): decoded
-                sys.stderr.write(raw.decode("utf-8", "replace"))
-            if b"JudgeDied" in raw and (m := _JUDGE_DIED.search(raw.decode("utf-8", "replace"))):
-                died = m.group(1).strip()
+                sys.stderr.write(chunk.decode("utf-8", "replace"))
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                scan(line)
+            pending = pending[-(1 << 16):]  # a line is scanned by its last 64 kB at most
+        scan(pending)
     if check and proc.returncode != 0:
         err = subprocess.CalledProcessError(proc.returncode, list(argv))
         if died is not None:
