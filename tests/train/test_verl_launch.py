@@ -123,8 +123,16 @@ def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path, monkeypatch):
     assert margv[margv.index("--local_dir") + 1] == str(ckpt.resolve())
     out = tmp_path / "models" / "grpo"
     assert (out / "config.json").is_file()
-    assert (out / "verl_overrides.txt").read_text().splitlines() == argv[3:]
-    assert (tmp_path / "run" / "verl_command.sh").is_file()
+    assert (tmp_path / "run" / "verl_overrides.txt").read_text().splitlines() == argv[3:]  # exact, in the run folder
+    assert (tmp_path / "run" / "verl_command.sh").is_file() and not (out / "verl_command.sh").exists()
+    # beside the weights (a DVC output): the same lines without this machine's paths, environment or attempt
+    record = (out / "verl_overrides.txt").read_text()
+    assert len(record.splitlines()) == len(argv[3:]) and "algorithm.adv_estimator=rlvr_grpo" in record
+    assert str(tmp_path / "run") not in record and "attempt-" not in record and "http://judge" not in record
+    assert "trainer.default_local_dir=<run>/checkpoints" in record
+    assert "+ray_kwargs.ray_init.runtime_env.env_vars=<this machine's: " in record and "RLVR_SANDBOX_URL" in record
+    merged = json.loads((out / "verl_merge.json").read_text())
+    assert merged["checkpoint"] == "<run>/checkpoints/global_step_2/actor"
     lines = (tmp_path / "metrics" / "grpo.tsv").read_text().splitlines()
     # seconds, throughput, MFU, memory: the cost mirror, not the plot
     costed = [c for c in vlogs.GRPO_COLUMNS if COST_KEY.search(c)]
@@ -319,3 +327,26 @@ def test_the_verl_entry_points_launch_through_run_teed():
     for fn in (launch, run_grpo_verl, run_sft_verl):
         assert inspect.signature(fn).parameters["runner"].default is run_teed
     assert "runner or vlaunch.run_teed" in inspect.getsource(verl_run.run_repair_verl)
+
+
+def test_portable_overrides_follow_the_inputs_not_the_machine(tmp_path):
+    """Two machines with another repository path, cache folder, judge URL and attempt write the same record."""
+    from rlvr.train.verl.launch import portable_overrides
+    from rlvr.train.verl.mapping import ray_env_override
+
+    def record(root, run, url, attempt):
+        return portable_overrides([
+            f"data.train_files={root}/data/manifests/verl/train.parquet",
+            f"trainer.default_local_dir={run}/checkpoints",
+            ray_env_override({"RLVR_SANDBOX_URL": url, "VERL_FILE_LOGGER_PATH": f"{run}/logs/attempt-{attempt}.jsonl"}),
+            "actor_rollout_ref.rollout.n=8",
+        ], run, root)
+
+    a = record(tmp_path / "a" / "repo", tmp_path / "a" / "cache" / "run", "http://j1:8080,X:'y'", 1)
+    b = record(tmp_path / "b" / "rlvr", tmp_path / "b" / "c" / "run", "http://j2:9", 3)
+    assert a == b == [
+        "data.train_files=./data/manifests/verl/train.parquet",
+        "trainer.default_local_dir=<run>/checkpoints",
+        "+ray_kwargs.ray_init.runtime_env.env_vars=<this machine's: RLVR_SANDBOX_URL, VERL_FILE_LOGGER_PATH>",
+        "actor_rollout_ref.rollout.n=8",
+    ]

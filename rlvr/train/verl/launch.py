@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr.io import atomic_dir, atomic_write_json
+from rlvr.io import atomic_dir, atomic_write_json, atomic_write_text
 from rlvr.train.verl import logs as vlogs
 from rlvr.train.verl.merge import merge
 from rlvr.train.verl.overrides import (
@@ -54,6 +54,7 @@ __all__ = [
     "launch",
     "log_attention",
     "next_attempt_log",
+    "portable_overrides",
     "preflight",
     "propagated_env",
     "ray_env",
@@ -337,11 +338,44 @@ def run_sft_verl(
 def _publish(
     ckpt_dir: Path, out_model_dir: str | Path, role: str | None, run: Path, python: str, runner: Runner
 ) -> str:
-    """Merge the last checkpoint into ``out_model_dir`` atomically, with the overrides/command files beside it."""
+    """Merge the last checkpoint into ``out_model_dir`` atomically, with a record of the run beside the weights:
+    ``verl_overrides.txt`` (:func:`portable_overrides` of the run's) and ``verl_merge.json`` (the checkpoint merged,
+    as ``<run>/…``). The exact, machine-specific ``verl_command.sh`` and ``verl_overrides.txt`` stay in the run folder.
+    Returns the checkpoint's absolute path."""
     with atomic_dir(out_model_dir) as tmp:
         cmd = merge(ckpt_dir, tmp, role=role, python=python, runner=runner)
-        for name in ("verl_overrides.txt", "verl_command.sh"):
-            (tmp / name).write_bytes((run / name).read_bytes())
+        overrides = (run / "verl_overrides.txt").read_text(encoding="utf-8").splitlines()
+        atomic_write_text(tmp / "verl_overrides.txt", "\n".join(portable_overrides(overrides, run)) + "\n")
         local_dir = cmd[cmd.index("--local_dir") + 1]
-        atomic_write_json(tmp / "verl_merge.json", {"checkpoint": local_dir, "merger": "verl.model_merger fsdp"})
+        atomic_write_json(tmp / "verl_merge.json", {"checkpoint": _portable(local_dir, run),
+                                                    "merger": "verl.model_merger fsdp"})
     return local_dir
+
+
+RUN_PLACEHOLDER = "<run>"
+"""What :func:`portable_overrides` writes for the run folder (``$RLVR_CACHE_DIR/train/<stage>/<key>``)."""
+
+
+def _portable(value: str, run: Path, root: Path | None = None) -> str:
+    """``value`` with the run folder's absolute path as :data:`RUN_PLACEHOLDER` and the working directory's as ``.``."""
+    value = value.replace(str(Path(run).resolve()), RUN_PLACEHOLDER)
+    return value.replace(str((root or Path.cwd()).resolve()), ".")
+
+
+def portable_overrides(overrides: Sequence[str], run: str | Path, root: str | Path | None = None) -> list[str]:
+    """The record of a verl run kept beside its weights, which are a DVC output: the same inputs on another machine or
+    cache folder give the same lines. ``overrides``: one ``key=value`` each, as launched. The run folder's absolute
+    path becomes :data:`RUN_PLACEHOLDER`, the repository's (``root``, default the working directory) becomes ``.``,
+    and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this machine and the attempt's
+    log path, :func:`worker_env`) is replaced by the names it held. The launched lines, exact, are in
+    ``<run>/verl_overrides.txt`` and ``<run>/verl_command.sh``."""
+    run_p, root_p = Path(run), Path(root) if root is not None else None
+    out = []
+    for line in overrides:
+        key, sep, value = line.partition("=")
+        if sep and key.endswith("runtime_env.env_vars"):
+            names = sorted(re.findall(r"(?:^\{|(?<!\\)',)([A-Za-z_]\w*):'", value))  # {K:'v',…}: ray_env_override
+            out.append(f"{key}=<this machine's: {', '.join(names)}>")
+        else:
+            out.append(_portable(line, run_p, root_p))
+    return out
