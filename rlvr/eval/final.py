@@ -343,10 +343,16 @@ class _LazyGenerator:
 
         return self._gen.stats if self._gen is not None else GenerationStats()
 
-    def generate(self, prompts: Sequence[Prompt], n: int, sampling: SamplingParams,
-                 ids: Sequence[str] | None = None) -> list[Any]:
+    def prepare(self) -> None:
+        """Build the generator now (loads the model); :func:`evaluate_resumable` calls it before it starts timing
+        generation, so the engine's start-up is not counted as generation time."""
         if self._gen is None:
             self._gen = self._factory(self._model_dir)
+
+    def generate(self, prompts: Sequence[Prompt], n: int, sampling: SamplingParams,
+                 ids: Sequence[str] | None = None) -> list[Any]:
+        self.prepare()
+        assert self._gen is not None
         return self._gen.generate(prompts, n, sampling, ids=ids)
 
 

@@ -38,7 +38,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class GenStats:
     """What :func:`evaluate_resumable` generated in this run, accumulated over its calls: ``wall_s`` (wall seconds
-    spent in ``generator.generate``), ``samples`` and ``tokens`` (completions and their generated tokens). Zero when
+    spent in ``generator.generate``; a generator's ``prepare()``, e.g. loading its model, is called before the clock
+    starts), ``samples`` and ``tokens`` (completions and their generated tokens). Zero when
     every row was resumed. For the cost metrics only (:func:`rlvr.eval.metrics.compute_metrics`'s ``gen_wall_s``,
     ``gen_samples``, ``gen_tokens``): it follows the machine's load, so it never goes into a journal or sample
     file."""
@@ -96,6 +97,9 @@ def evaluate_resumable(
             need_gen = [t for t in chunk if not all(k in done for k in keys[t])]
             comps = {}
             if need_gen:
+                prepare = getattr(generator, "prepare", None)  # a lazy generator loads its model here, untimed
+                if callable(prepare):
+                    prepare()
                 t0 = time.perf_counter()
                 out = generator.generate([prompts[t] for t in need_gen], n, sampling, ids=[ids[t] for t in need_gen])
                 if stats is not None:

@@ -484,3 +484,20 @@ def test_cost_reports_what_this_run_generated_and_nothing_when_resumed(tmp_path)
     again = run()
     assert again["gen_wall_s"] is None and again["throughput_samples_per_s"] is None
     assert again["eval@k"]["gen_wall_s"] is None
+
+
+def test_generation_time_leaves_out_loading_the_model(tmp_path):
+    """The final eval's generator is built on first use (a vLLM engine: seconds); that start-up is not generation."""
+    import time
+
+    from rlvr.eval.final import _LazyGenerator
+    from rlvr.eval.resumable import GenStats
+
+    def slow_factory(d):
+        time.sleep(0.5)
+        return Gen()
+
+    stats = GenStats()
+    evaluate_resumable(PROBLEMS[:2], _LazyGenerator(slow_factory, tmp_path), Judge(), SAMPLING, 1, "m@h",
+                       tmp_path / "j.jsonl", "v1", stats=stats)
+    assert stats.samples == 2 and stats.tokens == 10 and 0 < stats.wall_s < 0.5

@@ -162,7 +162,9 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     m = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
                         tmp_path / "curves.tsv", runner=runner, check=lambda env, a: seen.append(len(runner.calls)))
     assert seen == [0]
-    tools = yaml.safe_load(next(Path(m["run_dir"]).glob("tool_config.yaml")).read_text())["tools"]
+    assert "run_dir" not in m and m["checkpoint"].startswith("<run>/")  # no path of this machine in the metrics
+    run = next((tmp_path / "cache" / "train" / "repair").glob("*/tool_config.yaml")).parent
+    tools = yaml.safe_load((run / "tool_config.yaml").read_text())["tools"]
     assert all(t["config"]["judge_pool"] == "node" for t in tools)  # the tools judge on the node's shared judge
     # ... the same actors as the reward workers: the same budget and split (their names depend on the split)
     assert all((t["config"]["judge_pool_workers"], t["config"]["judge_pool_shards"]) == (12, 3) for t in tools)
@@ -176,7 +178,6 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     composed = _compose(overrides)  # the whole override list composes against the installed verl Hydra config
     assert composed.actor_rollout_ref.rollout.multi_turn.max_assistant_turns == 3
     assert composed.algorithm.adv_estimator == "rlvr_grpo"
-    run = Path(m["run_dir"])
     import pyarrow.parquet as pq
 
     rows = pq.read_table(run / "data" / "train.parquet").to_pylist()

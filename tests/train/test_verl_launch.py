@@ -130,7 +130,8 @@ def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path, monkeypatch):
     assert len(record.splitlines()) == len(argv[3:]) and "algorithm.adv_estimator=rlvr_grpo" in record
     assert str(tmp_path / "run") not in record and "attempt-" not in record and "http://judge" not in record
     assert "trainer.default_local_dir=<run>/checkpoints" in record
-    assert "+ray_kwargs.ray_init.runtime_env.env_vars=<this machine's: " in record and "RLVR_SANDBOX_URL" in record
+    assert "+ray_kwargs.ray_init.runtime_env.env_vars=<this machine's where/how settings" in record
+    assert m["checkpoint"] == "<run>/checkpoints/global_step_2/actor"  # the metrics hold no path of this machine
     merged = json.loads((out / "verl_merge.json").read_text())
     assert merged["checkpoint"] == "<run>/checkpoints/global_step_2/actor"
     lines = (tmp_path / "metrics" / "grpo.tsv").read_text().splitlines()
@@ -330,23 +331,50 @@ def test_the_verl_entry_points_launch_through_run_teed():
 
 
 def test_portable_overrides_follow_the_inputs_not_the_machine(tmp_path):
-    """Two machines with another repository path, cache folder, judge URL and attempt write the same record."""
+    """Two machines with another repository path, cache folder, judge URL, settings and attempt write the same record;
+    only whole paths are replaced (a sibling folder sharing the repository's prefix is kept; a root of / is not one)."""
     from rlvr.train.verl.launch import portable_overrides
     from rlvr.train.verl.mapping import ray_env_override
 
-    def record(root, run, url, attempt):
+    def record(root, run, env, attempt):
         return portable_overrides([
             f"data.train_files={root}/data/manifests/verl/train.parquet",
             f"trainer.default_local_dir={run}/checkpoints",
-            ray_env_override({"RLVR_SANDBOX_URL": url, "VERL_FILE_LOGGER_PATH": f"{run}/logs/attempt-{attempt}.jsonl"}),
+            f"trainer.rollout_data_dir='{run}'",
+            ray_env_override({**env, "VERL_FILE_LOGGER_PATH": f"{run}/logs/attempt-{attempt}.jsonl"}),
             "actor_rollout_ref.rollout.n=8",
         ], run, root)
 
-    a = record(tmp_path / "a" / "repo", tmp_path / "a" / "cache" / "run", "http://j1:8080,X:'y'", 1)
-    b = record(tmp_path / "b" / "rlvr", tmp_path / "b" / "c" / "run", "http://j2:9", 3)
+    a = record(tmp_path / "a" / "repo", tmp_path / "a" / "cache" / "run", {"RLVR_SANDBOX_URL": "http://j1:8080"}, 1)
+    b = record(tmp_path / "b" / "rlvr", tmp_path / "b" / "c" / "run", {"RLVR_SANDBOX_WORKERS": "8"}, 3)
     assert a == b == [
         "data.train_files=./data/manifests/verl/train.parquet",
         "trainer.default_local_dir=<run>/checkpoints",
-        "+ray_kwargs.ray_init.runtime_env.env_vars=<this machine's: RLVR_SANDBOX_URL, VERL_FILE_LOGGER_PATH>",
+        "trainer.rollout_data_dir='<run>'",
+        "+ray_kwargs.ray_init.runtime_env.env_vars=<this machine's where/how settings: see <run>/verl_overrides.txt>",
         "actor_rollout_ref.rollout.n=8",
     ]
+    repo = tmp_path / "repo"
+    assert portable_overrides([f"actor_rollout_ref.model.path={repo}-models/m", f"x={repo}/m"], tmp_path / "r", repo) \
+        == [f"actor_rollout_ref.model.path={repo}-models/m", "x=./m"]
+    assert portable_overrides(["x=/data/m"], tmp_path / "r", "/") == ["x=/data/m"]
+
+
+def test_run_teed_stops_the_trainer_when_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C (or any error) while verl's output is being copied kills verl, as subprocess.run does."""
+    import os
+
+    exe = tmp_path / "slow"
+    exe.write_text(f"#!/bin/sh\necho $$ > {tmp_path / 'pid'}\necho started >&2\nexec sleep 30\n")
+    exe.chmod(0o755)
+
+    class Interrupting:
+        def write(self, _text):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(sys, "stderr", Interrupting())
+    with pytest.raises(KeyboardInterrupt):
+        run_teed([str(exe)], check=True)
+    pid = int((tmp_path / "pid").read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped
+        os.kill(pid, 0)

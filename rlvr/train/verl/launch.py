@@ -22,6 +22,7 @@ The subprocess runner is injectable (tests pass a fake; nothing here needs a GPU
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 import subprocess
@@ -84,7 +85,8 @@ def run_teed(
     Returns the ``CompletedProcess`` (``stdout``/``stderr`` ``None``). With ``check`` and a non-zero exit status it
     raises :class:`rlvr.reward.step_guard.JudgeDied` with the last such message when one was seen (the cause is the
     ``CalledProcessError``), so a stage stopped by a dead judge ends on the guard's one-line reason rather than on
-    the trainer's exit status; otherwise ``subprocess.CalledProcessError``."""
+    the trainer's exit status; otherwise ``subprocess.CalledProcessError``. It returns when the child's stderr closes;
+    an exception while copying (``KeyboardInterrupt`` included) kills the child first."""
     died: str | None = None
 
     def scan(line: bytes) -> None:
@@ -95,20 +97,26 @@ def run_teed(
     with subprocess.Popen(list(argv), env=None if env is None else dict(env), cwd=None if cwd is None else str(cwd),
                           stderr=subprocess.PIPE) as proc:
         assert proc.stderr is not None
-        out = sys.stderr.buffer if hasattr(sys.stderr, "buffer") else None
+        err_out = sys.stderr
+        out = getattr(err_out, "buffer", None)
+        text = codecs.getincrementaldecoder("utf-8")("replace")  # for a stderr without bytes (a test's capture)
         pending = b""
-        # copied as it comes, not per line: progress bars redraw with \r and end their line only when done
-        while chunk := proc.stderr.read1(1 << 16):  # type: ignore[attr-defined]
-            if out is not None:
-                out.write(chunk)
-                out.flush()
-            else:  # a stderr without bytes (a test's capture): decoded
-                sys.stderr.write(chunk.decode("utf-8", "replace"))
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                scan(line)
-            pending = pending[-(1 << 16):]  # a line is scanned by its last 64 kB at most
-        scan(pending)
+        try:
+            # copied as it comes, not per line: progress bars redraw with \r and end their line only when done
+            while chunk := proc.stderr.read1(1 << 16):  # type: ignore[attr-defined]
+                if out is not None:
+                    out.write(chunk)
+                    out.flush()
+                elif err_out is not None:
+                    err_out.write(text.decode(chunk))
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    scan(line)
+                pending = pending[-(1 << 16):]  # a line is scanned by its last 64 kB at most
+            scan(pending)
+        except BaseException:  # Ctrl-C or an error here: stop the trainer, as subprocess.run does
+            proc.kill()
+            raise
     if check and proc.returncode != 0:
         err = subprocess.CalledProcessError(proc.returncode, list(argv))
         if died is not None:
@@ -185,10 +193,10 @@ def propagated_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     :data:`PROPAGATED_PREFIXES` prefix, plus ``WANDB_MODE`` as :func:`ray_env` sets it.
 
     Secrets (a name containing ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD`` or ``CREDENTIAL``, e.g.
-    ``WANDB_API_KEY``, ``HF_TOKEN``) are left out: the overrides are written next to the model
-    (``verl_overrides.txt``); give them to the cluster's nodes yourself (``wandb login``, the environment of
-    ``ray start``). A relative ``RLVR_CACHE_DIR`` is made absolute (Ray workers do not run in the driver's working
-    directory). A value holding ``${`` is left out (verl's config would interpolate it)."""
+    ``WANDB_API_KEY``, ``HF_TOKEN``) are left out: the overrides are written to a file in the run folder
+    (``<run>/verl_overrides.txt``, ``verl_command.sh``); give them to the cluster's nodes yourself (``wandb login``,
+    the environment of ``ray start``). A relative ``RLVR_CACHE_DIR`` is made absolute (Ray workers do not run in the
+    driver's working directory). A value holding ``${`` is left out (verl's config would interpolate it)."""
     src = os.environ if environ is None else environ
     env = {k: v for k, v in src.items()
            if k.startswith(PROPAGATED_PREFIXES) and not any(m in k.upper() for m in _SECRET_MARKERS)
@@ -237,12 +245,14 @@ def run_grpo_verl(
     :func:`rlvr.train.verl.overrides.grpo_overrides`). Writes ``<run_dir>/verl_overrides.txt`` and
     ``verl_command.sh`` before launching, runs
     ``python -m verl.trainer.main_ppo <overrides>``, converts the logs to ``curves_path`` (:data:`logs.GRPO_COLUMNS`),
-    merges the last checkpoint's actor into ``out_model_dir`` (atomically, with the overrides and command files
-    beside the weights). ``model_path`` is the policy to start from (the sft/dpo output, or ``verl.model``).
+    merges the last checkpoint's actor into ``out_model_dir`` (atomically, with a record of the overrides beside
+    the weights: :func:`portable_overrides`). ``model_path`` is the policy to start from (the sft/dpo output, or
+    ``verl.model``).
 
     Metrics: ``engine``, ``reward_mode``, ``steps`` (last logged step), ``reward_first``/``reward_last`` (mean
     ``reward_mean`` over the first/last quarter of steps), ``accepted_rate_first``/``_last``, ``checkpoint``.
-    Raises ``subprocess.CalledProcessError`` when a command fails, ``FileNotFoundError`` when no checkpoint appears.
+    Raises ``subprocess.CalledProcessError`` when a command fails (:class:`rlvr.reward.step_guard.JudgeDied` when the
+    judge step guard stopped verl, :func:`run_teed`), ``FileNotFoundError`` when no checkpoint appears.
     """
     run = Path(run_dir)
     profile = profile or load_profile(verl.profile)
@@ -279,7 +289,7 @@ def run_grpo_verl(
         "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
         "reward_mode": reward_mode,
         "steps": rows[-1]["step"] if rows else 0,
-        "checkpoint": ckpt,
+        "checkpoint": _portable(ckpt, run),
         **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
         **vlogs.summarise(rows, "accepted_rate"),
     }
@@ -330,7 +340,7 @@ def run_sft_verl(
         "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
         "steps": rows[-1]["step"] if rows else 0,
         "val_loss": val[-1] if val else None,
-        "checkpoint": ckpt,
+        "checkpoint": _portable(ckpt, run),
         **vlogs.summarise(rows, "loss"),
     }
 
@@ -355,27 +365,32 @@ def _publish(
 RUN_PLACEHOLDER = "<run>"
 """What :func:`portable_overrides` writes for the run folder (``$RLVR_CACHE_DIR/train/<stage>/<key>``)."""
 
+WORKER_ENV_RECORD = "<this machine's where/how settings: see <run>/verl_overrides.txt>"
+"""What :func:`portable_overrides` writes for the value of the Ray workers' environment override."""
 
-def _portable(value: str, run: Path, root: Path | None = None) -> str:
-    """``value`` with the run folder's absolute path as :data:`RUN_PLACEHOLDER` and the working directory's as ``.``."""
-    value = value.replace(str(Path(run).resolve()), RUN_PLACEHOLDER)
-    return value.replace(str((root or Path.cwd()).resolve()), ".")
+
+def _portable(value: str, run: str | Path, root: str | Path | None = None) -> str:
+    """``value`` with the run folder's absolute path as :data:`RUN_PLACEHOLDER` and the repository's (``root``,
+    default the working directory) as ``.``, each replaced only where a whole path starts there (followed by ``/``,
+    a quote, a separator or the end; a root of ``/`` is left alone)."""
+    end = r"(?=[/'\",}\]\s]|$)"
+    value = re.sub(re.escape(str(Path(run).resolve())) + end, RUN_PLACEHOLDER, value)
+    root_s = str(Path(root if root is not None else Path.cwd()).resolve())
+    return value if root_s == "/" else re.sub(re.escape(root_s) + end, ".", value)
 
 
 def portable_overrides(overrides: Sequence[str], run: str | Path, root: str | Path | None = None) -> list[str]:
     """The record of a verl run kept beside its weights, which are a DVC output: the same inputs on another machine or
     cache folder give the same lines. ``overrides``: one ``key=value`` each, as launched. The run folder's absolute
-    path becomes :data:`RUN_PLACEHOLDER`, the repository's (``root``, default the working directory) becomes ``.``,
-    and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this machine and the attempt's
-    log path, :func:`worker_env`) is replaced by the names it held. The launched lines, exact, are in
-    ``<run>/verl_overrides.txt`` and ``<run>/verl_command.sh``."""
-    run_p, root_p = Path(run), Path(root) if root is not None else None
+    path becomes :data:`RUN_PLACEHOLDER`, the repository's (``root``, default the working directory) becomes ``.``
+    (:func:`_portable`), and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this
+    machine and the attempt's log path, :func:`worker_env`) becomes :data:`WORKER_ENV_RECORD`. The launched lines,
+    exact, are in ``<run>/verl_overrides.txt`` and ``<run>/verl_command.sh``."""
     out = []
     for line in overrides:
-        key, sep, value = line.partition("=")
+        key, sep, _value = line.partition("=")
         if sep and key.endswith("runtime_env.env_vars"):
-            names = sorted(re.findall(r"(?:^\{|(?<!\\)',)([A-Za-z_]\w*):'", value))  # {K:'v',…}: ray_env_override
-            out.append(f"{key}=<this machine's: {', '.join(names)}>")
+            out.append(f"{key}={WORKER_ENV_RECORD}")
         else:
-            out.append(_portable(line, run_p, root_p))
+            out.append(_portable(line, run, root))
     return out
