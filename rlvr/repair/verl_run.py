@@ -84,5 +84,5 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     return {"engine": "verl", "method": "verl tool agent loop (run_tests tool, final-answer reward)",
-            "steps": rows[-1]["step"] if rows else 0, "checkpoint": vlaunch._portable(ckpt, run),
+            "steps": rows[-1]["step"] if rows else 0, "checkpoint": vlaunch.portable_path(ckpt, run),
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

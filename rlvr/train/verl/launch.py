@@ -56,6 +56,7 @@ __all__ = [
     "log_attention",
     "next_attempt_log",
     "portable_overrides",
+    "portable_path",
     "preflight",
     "propagated_env",
     "ray_env",
@@ -289,7 +290,7 @@ def run_grpo_verl(
         "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
         "reward_mode": reward_mode,
         "steps": rows[-1]["step"] if rows else 0,
-        "checkpoint": _portable(ckpt, run),
+        "checkpoint": portable_path(ckpt, run),
         **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
         **vlogs.summarise(rows, "accepted_rate"),
     }
@@ -340,7 +341,7 @@ def run_sft_verl(
         "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
         "steps": rows[-1]["step"] if rows else 0,
         "val_loss": val[-1] if val else None,
-        "checkpoint": _portable(ckpt, run),
+        "checkpoint": portable_path(ckpt, run),
         **vlogs.summarise(rows, "loss"),
     }
 
@@ -357,7 +358,7 @@ def _publish(
         overrides = (run / "verl_overrides.txt").read_text(encoding="utf-8").splitlines()
         atomic_write_text(tmp / "verl_overrides.txt", "\n".join(portable_overrides(overrides, run)) + "\n")
         local_dir = cmd[cmd.index("--local_dir") + 1]
-        atomic_write_json(tmp / "verl_merge.json", {"checkpoint": _portable(local_dir, run),
+        atomic_write_json(tmp / "verl_merge.json", {"checkpoint": portable_path(local_dir, run),
                                                     "merger": "verl.model_merger fsdp"})
     return local_dir
 
@@ -369,10 +370,10 @@ WORKER_ENV_RECORD = "<this machine's where/how settings: see <run>/verl_override
 """What :func:`portable_overrides` writes for the value of the Ray workers' environment override."""
 
 
-def _portable(value: str, run: str | Path, root: str | Path | None = None) -> str:
-    """``value`` with the run folder's absolute path as :data:`RUN_PLACEHOLDER` and the repository's (``root``,
-    default the working directory) as ``.``, each replaced only where a whole path starts there (followed by ``/``,
-    a quote, a separator or the end; a root of ``/`` is left alone)."""
+def portable_path(value: str, run: str | Path, root: str | Path | None = None) -> str:
+    """``value`` (a path, or a line holding paths) with the run folder's absolute path as :data:`RUN_PLACEHOLDER`
+    and the repository's (``root``, default the working directory) as ``.``, each replaced only where a whole path
+    starts there (followed by ``/``, a quote, a separator or the end; a root of ``/`` is left alone)."""
     end = r"(?=[/'\",}\]\s]|$)"
     value = re.sub(re.escape(str(Path(run).resolve())) + end, RUN_PLACEHOLDER, value)
     root_s = str(Path(root if root is not None else Path.cwd()).resolve())
@@ -383,7 +384,7 @@ def portable_overrides(overrides: Sequence[str], run: str | Path, root: str | Pa
     """The record of a verl run kept beside its weights, which are a DVC output: the same inputs on another machine or
     cache folder give the same lines. ``overrides``: one ``key=value`` each, as launched. The run folder's absolute
     path becomes :data:`RUN_PLACEHOLDER`, the repository's (``root``, default the working directory) becomes ``.``
-    (:func:`_portable`), and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this
+    (:func:`portable_path`), and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this
     machine and the attempt's log path, :func:`worker_env`) becomes :data:`WORKER_ENV_RECORD`. The launched lines,
     exact, are in ``<run>/verl_overrides.txt`` and ``<run>/verl_command.sh``."""
     out = []
@@ -392,5 +393,5 @@ def portable_overrides(overrides: Sequence[str], run: str | Path, root: str | Pa
         if sep and key.endswith("runtime_env.env_vars"):
             out.append(f"{key}={WORKER_ENV_RECORD}")
         else:
-            out.append(_portable(line, run, root))
+            out.append(portable_path(line, run, root))
     return out
