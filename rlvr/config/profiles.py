@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DATA_SECTIONS", "SCALE_KEYS", "ProfileError", "apply_profile", "load_scale_profile", "missing_scale_keys",
-           "profile_keys"]
+__all__ = ["DATA_SECTIONS", "SCALE_KEYS", "ProfileError", "apply_profile", "check_tensor_parallel",
+           "load_scale_profile", "missing_scale_keys", "profile_keys"]
 
 # Hyperparameters whose tiny-model value is wrong at any other scale: a complete profile sets each of them (a dotted
 # path into params.yaml). Lengths, learning rates, step counts, group size, batch sizes and the repair budget.
@@ -138,14 +138,31 @@ def _leaves(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def check_tensor_parallel(params: dict[str, Any], hardware: dict[str, Any], where: str | Path) -> None:
+    """Raise :class:`ProfileError` when a ``*.tensor_parallel_size`` in ``params`` (vLLM engines: baseline, eval,
+    repair eval, DPO mining) exceeds ``hardware["n_gpus_per_node"]``; nothing to check when ``hardware`` does not set
+    it. The message names ``where`` (the profile file) and the dotted key."""
+    n = hardware.get("n_gpus_per_node")
+    if n is None:
+        return
+    over = sorted(k for k, v in _leaves(params).items()
+                  if k.rsplit(".", 1)[-1] == "tensor_parallel_size" and isinstance(v, int) and v > int(n))
+    if over:
+        raise ProfileError(f"{where}: {', '.join(f'{k}={_leaves(params)[k]}' for k in over)} exceeds the profile's "
+                           f"hardware.n_gpus_per_node={n} (set it in the profile's params)")
+
+
 def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml") -> dict[str, Any]:
     """``params`` with the selected profile's ``params`` merged over it (unchanged when ``profile`` is unset).
 
     ``profile`` is a path relative to the params file's folder. The result's ``verl.profile`` is set to the profile
     (so the verl engine reads its ``hardware`` block).
 
-    Raises :class:`ProfileError`: the profile is missing/invalid, sets one of :data:`DATA_SECTIONS`, or is
-    ``complete`` and a :data:`SCALE_KEYS` entry is unset (the message lists them)."""
+    Raises :class:`ProfileError`: the profile is missing/invalid, sets one of :data:`DATA_SECTIONS`, is
+    ``complete`` and a :data:`SCALE_KEYS` entry is unset (the message lists them), or a vLLM engine's
+    ``tensor_parallel_size`` (any params key of that name, after the merge) exceeds the profile's
+    ``hardware.n_gpus_per_node`` (a vLLM engine's tensor parallelism stays within one node; without this check a
+    "1-GPU" profile inheriting TP 2 from its base would score on two GPUs, and fail on a one-GPU machine)."""
     sel = params.get("profile")
     if not sel:
         return params
@@ -161,6 +178,7 @@ def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml
             raise ProfileError(f"{path}: a complete scale profile must set {', '.join(missing)} "
                                "(or declare 'complete: false')")
     out = _merge(params, prof["params"])
+    check_tensor_parallel(out, prof["hardware"], path)
     if prof["hardware"]:
         out.setdefault("verl", {})
         out["verl"] = {**out["verl"], "profile": str(path)}

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from rlvr.config import ConfigError, load_params, load_section
-from rlvr.config.profiles import SCALE_KEYS, load_scale_profile, missing_scale_keys, profile_keys
+from rlvr.config.profiles import SCALE_KEYS, _leaves, load_scale_profile, missing_scale_keys, profile_keys
 from rlvr.repair.eval import RepairParams
 from rlvr.train.local.dpo import DPOParams
 from rlvr.train.local.grpo import GRPOParams
@@ -112,7 +112,8 @@ def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(tmp_path):
 
 def test_scaling_profiles_differ_only_in_the_gpu_count(tmp_path):
     """The GRPO scaling runs (bench/gpu/grpo_scaling.sh) keep the global batch and every other verl setting: only
-    trainer.n_gpus_per_node differs between the 1-, 2- and 4-GPU profiles."""
+    trainer.n_gpus_per_node differs between the 1-, 2- and 4-GPU profiles; outside verl, only the vLLM engines'
+    tensor_parallel_size, which the 1-GPU profile brings down to its one GPU."""
     name = "profiles/lent/qwen1p5b_random_scaling_{}xh100.yaml"
     four = _effective(_params(tmp_path / "4", name.format(4)))
     g = four["grpo"]
@@ -124,10 +125,30 @@ def test_scaling_profiles_differ_only_in_the_gpu_count(tmp_path):
         diff = {k for k in set(g) | set(other["grpo"]) if g.get(k) != other["grpo"].get(k)}
         assert diff == {"trainer.n_gpus_per_node"} and other["grpo"]["trainer.n_gpus_per_node"] == str(gpus)
         def strip(d):
-            return {k: v for k, v in d.items() if k not in ("profile", "verl")}
+            return {k: v for k, v in _leaves(d).items()
+                    if k.split(".")[0] not in ("profile", "verl") and not k.endswith(".tensor_parallel_size")}
 
         assert strip(other["params"]) == strip(four["params"])
+        tp = {k: v for k, v in _leaves(other["params"]).items() if k.endswith(".tensor_parallel_size")}
+        assert tp and all(v <= gpus for v in tp.values()), tp
         assert {**other["params"]["verl"], "profile": None} == {**four["params"]["verl"], "profile": None}
+
+
+def test_tensor_parallel_above_the_gpu_count_is_refused(tmp_path):
+    """A profile whose vLLM engines would take more GPUs than its hardware has fails at load time, naming the file and
+    the key (the seventh sitting's 1-GPU scaling profile inherited baseline TP 2 from the 7B base and scored on two
+    GPUs); at or below the count, and without a GPU count, it loads."""
+    (tmp_path / "base.yaml").write_text("complete: false\nhardware: {n_gpus_per_node: 4}\n"
+                                        "params: {baseline: {tensor_parallel_size: 2}}\n")
+    (tmp_path / "one.yaml").write_text("base: base.yaml\ncomplete: false\nhardware: {n_gpus_per_node: 1}\n")
+    (tmp_path / "params.yaml").write_text("profile: one.yaml\nbaseline: {tensor_parallel_size: 1}\n")
+    with pytest.raises(ConfigError, match=r"one\.yaml: baseline\.tensor_parallel_size=2 exceeds .*n_gpus_per_node=1"):
+        load_params(tmp_path / "params.yaml")
+    (tmp_path / "params.yaml").write_text("profile: base.yaml\n")
+    assert load_params(tmp_path / "params.yaml")["baseline"]["tensor_parallel_size"] == 2
+    (tmp_path / "nohw.yaml").write_text("complete: false\nparams: {eval: {tensor_parallel_size: 8}}\n")
+    (tmp_path / "params.yaml").write_text("profile: nohw.yaml\n")
+    assert load_params(tmp_path / "params.yaml")["eval"]["tensor_parallel_size"] == 8
 
 
 def test_no_profile_changes_nothing(tmp_path):
