@@ -44,10 +44,11 @@ def call_problem(seen):
                           {"kind": "assert", "code": f"assert seen() == {seen}"}])
 
 
-@pytest.fixture(scope="module")
-def judge1():
-    """One worker: every submission of a test goes to the same sandbox (and zygote)."""
-    j = Judge(workers=1)
+@pytest.fixture(scope="module", params=["forkloop", "python_loop"])
+def judge1(request):
+    """One worker: every submission of a test goes to the same sandbox (and zygote); on both per-test loops (the
+    runner's cleanup after each test is in C in one, in Python in the other)."""
+    j = Judge(workers=1, forkloop=request.param == "forkloop")
     yield j
     j.close()
 

@@ -1,17 +1,21 @@
 """The warden: PID 1 of a sandbox's pid namespace; a fresh ``python3 -s`` that never receives submission data.
 
-Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It preloads the modules
-programs use, makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/1/mem``, no ptrace attach) and
-installs the seccomp filter of :mod:`seccomp` on itself, so every later process of the sandbox inherits it. As PID 1
-it cannot be signalled by any process of its namespace (the kernel drops signals to an init without a handler; it
-installs none, SIGINT's included: :func:`reset_signals`), so a submission can kill its runner but never the warden.
+Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It loads the judge's own
+modules only (a lean image: every test forks it), makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no
+``/proc/1/mem``, no ptrace attach) and installs the seccomp filter of :mod:`seccomp` on itself, so every later process
+of the sandbox inherits it. As PID 1 it cannot be signalled by any process of its namespace (the kernel drops signals
+to an init without a handler; it installs none, SIGINT's included: :func:`reset_signals`), so a submission can kill
+its runner (or the zygote, below) but never the warden.
 
 Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the host. Messages (JSON):
-  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool}`` (``forkloop``: the
-  runners run stdio tests through the compiled loop, :func:`forkloop.load`; asked for with ``--forkloop``)
-  ``{"op": "sub", "id"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
-  ``{"t": "ack", "id"}`` once no other process is left; then it forks the runner (:mod:`runner`), which owns the
-  fds, reaps it and every orphan, kills every process left and answers ``{"t": "done", "id", "cpu_s"}``
+  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool, "zygote": int}``
+  (``forkloop``: the runners run stdio tests through the compiled loop, :func:`forkloop.load`; asked for with
+  ``--forkloop``; ``zygote``: the zygote's pid, 0 when there is none)
+  ``{"op": "sub", "id", "heavy"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
+  ``{"t": "ack", "id"}`` once no other process is left; a ``heavy`` runner (the host's bit: the submission names a
+  module of the preload list) is cloned by the zygote before the ``ack``, any other forked by the warden after it
+  (:mod:`runner`, which owns the fds); the warden reaps it and every orphan, kills every process left and answers
+  ``{"t": "done", "id", "cpu_s"}``
   (``cpu_s``: CPU seconds of the warden and every process it reaped so far, which includes the runner's waited-for
   children). The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
 Every writable place (``/tmp`` with the build and work dirs, ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects) is
@@ -19,6 +23,14 @@ wiped by the runner itself as it ends (:mod:`wipe`), or, when the submission kil
 warden forks for it: the warden never lists a name a submission created, so none of it can linger in the heap the
 next runner inherits. A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the
 next submission.
+
+The zygote (:func:`zygote_main`, :class:`Zygote`): a child forked after the warden's setup (seccomp, non-dumpable,
+``gc.freeze()``), which imports :data:`runner.PRELOAD` and clones runners for heavy submissions with
+``clone(CLONE_PARENT)``, so that they are the warden's children (reaped here, their CPU in ``cpu_s`` as a forked
+runner's). A runner spares it: it sends ``kill(-1)`` only when a process of its submission is left
+(:func:`proc.kill_all`); a zygote that a submission stopped or killed is replaced before the next heavy submission,
+and the warden forks the runner itself when the zygote fails. ``--preload``: the list in the warden and no zygote
+(the driver sandbox).
 """
 
 import _socket
