@@ -143,7 +143,7 @@ class Judge:
         self._idle: queue.Queue[Worker] = queue.Queue()
         self._all = [
             Worker(Sandbox(memory_mb=sandbox_memory_mb, forkloop=forkloop),
-                   lambda: Sandbox(tmp_mb=64, memory_mb=driver_memory_mb, forkloop=False))
+                   lambda: Sandbox(tmp_mb=64, memory_mb=driver_memory_mb, forkloop=False, preload=True))
             for _ in range(n)
         ]
         for w in self._all:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rlvr.judge.sandbox import Sandbox, SandboxError, Session, SessionTimeout
+from rlvr.judge.sandbox.host import names_zygote_module
 
 __all__ = ["Outcome", "Worker", "run_batch"]
 
@@ -71,11 +72,17 @@ class Outcome:
     oom: bool = False
 
 
-def _open(sb: Sandbox) -> Session:
+def _heavy(req: dict[str, Any]) -> bool:
+    """Whether ``req`` (a batch or run request) is a Python program whose text names a module of the sandbox zygote's
+    image (:func:`~rlvr.judge.sandbox.host.names_zygote_module`: linear in the code and ``test_setup``)."""
+    return not req.get("native") and names_zygote_module(req.get("code"), req.get("test_setup"))
+
+
+def _open(sb: Sandbox, heavy: bool = False) -> Session:
     try:
-        return sb.open()
+        return sb.open(heavy)
     except SandboxError:
-        return sb.open()  # once more, in a fresh sandbox (open() restarted it); a second failure propagates
+        return sb.open(heavy)  # once more, in a fresh sandbox (open() restarted it); a second failure propagates
 
 
 def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any] | None, tls: list[float],
@@ -136,7 +143,7 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
     normally (or hung past ``deadline``, or reached the driver relay), else whether its sandbox's cgroup OOM-killed
     something meanwhile (it died or broke the protocol mid-batch: the sandbox is restarted). A runner that dies
     during the driver relay is replaced there (:func:`_relay`, ``respawn``)."""
-    sess = _open(worker.runner)
+    sess = _open(worker.runner, _heavy(req))
     # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not only
     # each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
     native = req.get("native") or {}
@@ -151,7 +158,7 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
         nonlocal sess, oom0
         out.oom = out.oom or worker.runner.oom_kills() > oom0  # read before the restart removes the cgroup
         worker.runner.finish(sess, restart=True)
-        sess = _open(worker.runner)
+        sess = _open(worker.runner, _heavy(req))
         worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
         oom0 = worker.runner.oom_kills()
         sess.send({**req, "tests": [], "interactive": True, "flush_each": True})

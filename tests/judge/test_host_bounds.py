@@ -32,6 +32,7 @@ from rlvr.judge.api.scalebox import extract_fenced
 from rlvr.judge.compare import compare_stdout, first_difference
 from rlvr.judge.fallback import failure_from_stderr, split_reports
 from rlvr.judge.literal import parse_literal
+from rlvr.judge.sandbox.host import names_zygote_module
 from rlvr.judge.scoring import parse_bounds
 from rlvr.repair.env import find_tool_call
 from rlvr.reward.extract import clean_completion
@@ -222,8 +223,36 @@ def test_fallback_stderr_splitting_is_linear(family):
     _check(lambda n: _stderr_call(family, n), multiple=3, sizes=SIZES)
 
 
+def _zygote_families() -> dict[str, Callable[[int], str]]:
+    """name -> n -> a submission's text of about n bytes for :func:`names_zygote_module` (the routing bit): no
+    match anywhere (the whole text scanned), prefixes of the names, attribute uses, one long identifier, a match only
+    at the very end."""
+    return {
+        "plain_code": lambda n: _fit("x = int(input())\nprint(x * 2)\n", n),
+        "name_prefixes": lambda n: _fit("typ rando dateti heap deci strin cop ", n),
+        "attributes": lambda n: _fit("a.copy() b.string c.random ", n),
+        "one_identifier": lambda n: "typing_" * (n // 7) + "x",
+        "word_glued": lambda n: _fit("xtyping randomx _copy ", n),
+        "match_at_end": lambda n: _fit("y = 1\n", n) + "import heapq\n",
+    }
+
+
+@pytest.mark.parametrize("family", list(_zygote_families()))
+def test_zygote_routing_is_linear(family):
+    # one regex scan, no copy: nothing but the match object
+    _check(lambda n: ((lambda t: (lambda: names_zygote_module(t, None)))(_zygote_families()[family](n)),
+                      len(_zygote_families()[family](n))), multiple=0.01, sizes=SIZES)
+
+
 # ------------------------------------------------------------------------------------------------ up to the caps
 DOUBLING = [64 * KB << k for k in range(5)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(_zygote_families()))
+def test_zygote_routing_doubling_to_1_mib(family):
+    _check(lambda n: ((lambda t: (lambda: names_zygote_module(t, None)))(_zygote_families()[family](n)),
+                      len(_zygote_families()[family](n))), multiple=0.01, sizes=DOUBLING)
 
 
 @pytest.mark.slow

@@ -173,10 +173,17 @@ def test_uncaught_exception_prints_pythons_traceback_from_the_programs_own_frame
 def test_forked_image_holds_no_module_only_the_judge_would_need(judge):
     """Every module in the warden is in the image each stdio test forks (0.1 ms per MB per test,
     docs/judge/suite.md): the judge's own needs pull in none of ``ast`` (literals parse through ``_ast``),
-    ``traceback`` (imported on error paths only) or ``base64``, while what programs commonly import is preloaded."""
-    r = judge.run_code("import sys\nprint(*[m in sys.modules for m in ('ast', 'traceback', 'base64', 'tokenize', "
-                       "'collections', 'typing', 'heapq')])")
-    assert r.stdout.split() == ["False"] * 4 + ["True"] * 3
+    ``traceback`` (imported on error paths only) or ``base64``, and what programs commonly import is there only for a
+    program that names it (the zygote's image: test_judge_zygote.py); the names are spelt in two parts here so that
+    the probe itself names none."""
+    probe = ("import sys\nprint(*[m in sys.modules for m in ('ast', 'traceback', 'base64', 'tokenize', 'ty' + 'ping', "
+             "'date' + 'time', 'he' + 'apq', 'ran' + 'dom', 'deci' + 'mal', 'collections')])")
+    want = " ".join(["False"] * 9 + ["True"])  # collections: the judge's own modules import it
+    assert judge.run_code(probe).stdout == want + "\n"
+    res = judge.judge(stdio_problem([{"kind": "stdio", "stdin": "", "stdout": want}] * 2), probe)  # batch, per test
+    assert res.verdict == "accepted", [t.stdout for t in res.tests]
+    heavy = " ".join(["False"] * 4 + ["True"] * 6)  # a program that names one of them: the zygote's runner
+    assert judge.run_code(probe.replace("import sys", "import sys, heapq")).stdout == heavy + "\n"
     r = judge.run_code("import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n")
     assert r.verdict == "accepted" and r.stderr.endswith("ZeroDivisionError: division by zero\n")
 

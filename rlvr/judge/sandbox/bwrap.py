@@ -61,9 +61,12 @@ def sandbox_python() -> str:
     return os.path.realpath(sys.executable)
 
 
-def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False) -> list[str]:
+def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False, preload: bool = False) -> list[str]:
     """bwrap argv running the warden with its control socket at ``ctl_fd``; ``tmp_mb``: /tmp tmpfs cap, MB;
-    ``forkloop``: the warden loads the compiled per-test loop (:mod:`rlvr.judge.sandbox.forkloop`, built first)."""
+    ``forkloop``: the warden loads the compiled per-test loop (:mod:`rlvr.judge.sandbox.forkloop`, built first);
+    ``preload``: the warden imports the modules programs commonly import (``inside/runner.py``'s ``PRELOAD``) at its
+    start and starts no zygote, for a sandbox whose runner forks no test child (the driver's); otherwise they are in
+    the image of the warden's zygote only, from which the runners of heavy submissions are cloned."""
     python = sandbox_python()
     out = [bwrap_path(), "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
            "--as-pid-1", "--cap-drop", "ALL", "--ro-bind", "/usr", "/usr"]
@@ -95,4 +98,4 @@ def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False) -> list[str]:
     # sandboxes (an expected value computed on one worker, compared on another); the environment is the fixed one
     # above, so -E protects nothing here. -s: no user site; the script's own dir (/judge/inside) is read-only.
     out += [python, "-s", "-B", "/judge/inside/warden.py", str(ctl_fd)]
-    return [*out, "--forkloop"] if forkloop else out
+    return out + ["--forkloop"] * forkloop + ["--preload"] * preload

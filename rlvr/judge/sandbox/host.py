@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import select
 import signal
 import socket
@@ -41,12 +42,33 @@ from rlvr.judge.sandbox.cgroups import SandboxCgroup
 from rlvr.judge.sandbox.forkloop import ensure_built, forkloop_enabled
 from rlvr.judge.sandbox.procs import children, proc_stat
 
-__all__ = ["FRAME_CAP", "Sandbox", "Session", "SessionTimeout"]
+__all__ = ["FRAME_CAP", "ZYGOTE_MODULES", "Sandbox", "Session", "SessionTimeout", "names_zygote_module"]
 
 FRAME_CAP = 64 << 20  # bytes of one response frame; a longer claimed length ends the session
 _UIDS = itertools.count()
 _UID_BASE = 61000
 _GO = 'read x; exec "$@" </dev/null'  # waits (on stdin, a pipe) until the host has put it into the cgroup
+
+
+# The modules of the zygote's image (inside/runner.py's PRELOAD) that the lean warden's image lacks: the judge's own
+# modules already load re, collections, itertools, functools, operator, array, time, enum, abc and atexit, and math is
+# built into the interpreter (docs/devlog/judge-cost.md, tenth and eleventh passes).
+ZYGOTE_MODULES = ("cmath", "heapq", "bisect", "string", "typing", "random", "copy", "datetime", "decimal", "fractions",
+                  "numbers", "contextlib")
+# one of them as a whole name, not an attribute (``x.copy()``, ``m.string``): possessive-free alternation of literals
+# after a one-character lookbehind, so each position costs at most the alternatives' total length (linear)
+_ZYGOTE_NAME = re.compile(r"(?<![\w.])(?:" + "|".join(ZYGOTE_MODULES) + r")(?!\w)")
+
+
+def names_zygote_module(*texts: str | None) -> bool:
+    """Whether a submission's Python source texts (its code with the dataset's prefix, the dataset's ``test_setup``;
+    None skipped) name a module of :data:`ZYGOTE_MODULES` as a whole word that is not an attribute: then the
+    sandbox clones its runner from the zygote, whose image has those modules loaded (``{"op": "sub", "heavy": true}``,
+    :meth:`Sandbox.open`). An over-approximation (a variable called ``string``, a comment), never an under-
+    approximation for an ``import``/``from … import`` statement; a name built at run time (``__import__("ra" +
+    "ndom")``) is missed. Either error costs only time: the program imports what it needs itself. Reads submission
+    bytes on the host: one regex scan per text, linear in its length, no copy (docs/judge/threat-model.md)."""
+    return any(t and _ZYGOTE_NAME.search(t) is not None for t in texts)
 
 
 def _frame_int(text: str) -> int:
@@ -139,11 +161,15 @@ class Sandbox:
         forkloop: run stdio tests through the compiled per-test loop (:mod:`rlvr.judge.sandbox.forkloop`; built on
             first start, the Python loop when it cannot be); None: ``RLVR_FORKLOOP``. Whether it is in use is
             ``pong["forkloop"]`` once started.
+        preload: the warden imports the modules programs commonly import at its start and starts no zygote (the
+            driver sandbox, whose runner forks no test child); otherwise they are in the zygote's image only, for the
+            runners of ``heavy`` submissions (:meth:`open`; :func:`rlvr.judge.sandbox.bwrap.argv`).
     """
 
     def __init__(self, tmp_mb: int = 256, memory_mb: int = 2048, pids_max: int = 256,
-                 forkloop: bool | None = None) -> None:
+                 forkloop: bool | None = None, preload: bool = False) -> None:
         self.tmp_mb, self.memory_mb, self.pids_max = tmp_mb, memory_mb, pids_max
+        self.preload = preload
         self.forkloop = forkloop_enabled() if forkloop is None else forkloop
         self._proc: subprocess.Popen[bytes] | None = None
         self._inner: list[tuple[int, int]] = []
@@ -185,7 +211,8 @@ class Sandbox:
         try:
             self._limit_mb = self.memory_mb
             self._cg = SandboxCgroup(self.memory_mb, self.pids_max)
-            cmd = ["/bin/sh", "-c", _GO, "sh", *argv(child.fileno(), self.tmp_mb, self.forkloop and ensure_built())]
+            cmd = ["/bin/sh", "-c", _GO, "sh", *argv(child.fileno(), self.tmp_mb, self.forkloop and ensure_built(),
+                                                 self.preload)]
             self._proc = subprocess.Popen(
                 cmd, env={}, stdin=go_r, stdout=subprocess.DEVNULL, stderr=self._errlog,
                 pass_fds=(child.fileno(),), start_new_session=True, **kwargs,
@@ -275,10 +302,12 @@ class Sandbox:
             return ""
 
     # ------------------------------------------------------------------ submissions
-    def open(self) -> Session:
-        """A fresh channel to a fresh runner. Starts (or restarts) the sandbox when needed. Raises
-        :class:`SandboxError` when the sandbox cannot start or its warden does not acknowledge (the caller may retry
-        once: the sandbox is then restarted)."""
+    def open(self, heavy: bool = False) -> Session:
+        """A fresh channel to a fresh runner. Starts (or restarts) the sandbox when needed. ``heavy``: the runner is
+        cloned from the sandbox's zygote, whose image holds the modules programs commonly import
+        (:func:`names_zygote_module` decides it from the submission's text; the warden never sees that text), else
+        forked from the lean warden. Raises :class:`SandboxError` when the sandbox cannot start or its warden does not
+        acknowledge (the caller may retry once: the sandbox is then restarted)."""
         if self._proc is None or self._proc.poll() is not None or self._ctl is None:
             self.close()
             self._start()
@@ -287,7 +316,8 @@ class Sandbox:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         try:
-            socket.send_fds(self._ctl, [json.dumps({"op": "sub", "id": rid}).encode()], [req_r, resp_w])
+            msg = json.dumps({"op": "sub", "id": rid, "heavy": bool(heavy)}).encode()
+            socket.send_fds(self._ctl, [msg], [req_r, resp_w])
             ack = self._ctl_recv(30.0)
             if ack != {"t": "ack", "id": rid}:
                 raise SandboxError(f"sandbox warden did not acknowledge: {ack}")

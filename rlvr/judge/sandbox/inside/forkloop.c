@@ -7,7 +7,8 @@
  * child, fds 0/1/2 become the test's files, every other fd of the batch and the runner's channel is closed, the
  * work dir is entered and the rlimits are set, and fl_run returns 1 into Python, which runs the program. The parent
  * sleeps on the child's pidfd until it exits or the wall deadline passes (then SIGKILL), reaps it with its rusage,
- * SIGKILLs every other process of the pid namespace (kill(-1): all but the runner and PID 1), and renews the work
+ * SIGKILLs every other process of the pid namespace (kill(-1): all but the runner and PID 1) unless the runner, a
+ * child subreaper, has no child left (fl_children_left in wipe.c: no process of the submission), and renews the work
  * dir (rmdir + mkdir). The result pipe, stdout and stderr stay open for Python to read after the batch.
  *
  * Returns: 1 in a child (b->child, b->child_wfd set); 0 in the runner when every test ran, when max_timeouts was
@@ -65,6 +66,8 @@ const char fl_source_sha[] = "fl-source-sha256:" FL_SOURCE_SHA;
 
 /* sizeof of both structs, which proc.py compares with its ctypes layout before using the library */
 long long fl_sizes(void) { return (long long)sizeof(struct fl_batch) * 10000 + (long long)sizeof(struct fl_test); }
+
+int fl_children_left(void); /* wipe.c */
 
 static double now(void) {
     struct timespec ts;
@@ -174,7 +177,7 @@ int fl_run(struct fl_batch *b) {
             int st;
             struct rusage r0;
             reap(pid, &st, &r0);
-            kill(-1, SIGKILL);
+            if (fl_children_left()) kill(-1, SIGKILL);
             return -1;
         }
         double deadline = t0 + t->time_limit;
@@ -199,7 +202,9 @@ int fl_run(struct fl_batch *b) {
         int status = 0;
         struct rusage ru = {0};
         reap(pid, &status, &ru);
-        kill(-1, SIGKILL); /* after the child's exit nothing but the runner can fork: this reaches every other process */
+        /* after the child's exit nothing but the runner can fork: kill(-1) reaches every other process; a runner with
+         * no child left (fl_children_left: a subreaper) has no other process of the submission, and spares the zygote */
+        if (fl_children_left()) kill(-1, SIGKILL);
         close_quietly(pidfd);
         if (raised) return -2;
         t->status = status;

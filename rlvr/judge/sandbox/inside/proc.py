@@ -330,8 +330,41 @@ def read_records(rfd, nonce, on_record):
         os.close(rfd)
 
 
+def become_subreaper():
+    """Make the calling runner a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``): every process a submission
+    starts stays its descendant, orphans included, so that "no child left" (:func:`children_left`) means "no process
+    of the submission left". Sets :data:`SUBREAPER`; a refusal (never seen) leaves it False, and :func:`kill_all`
+    then always kills."""
+    import ctypes
+
+    global SUBREAPER
+    SUBREAPER = ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+
+
+SUBREAPER = False  # the caller is a child subreaper (the runner, :func:`become_subreaper`)
+
+
+def children_left():
+    """Reap every zombie child of the caller (their CPU joins its ``RUSAGE_CHILDREN``); True when a live child is
+    left, False when it has none. Only meaningful for a subreaper (:data:`SUBREAPER`)."""
+    while True:
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        except InterruptedError:
+            continue
+        if pid == 0:
+            return True
+
+
 def kill_all():
-    """SIGKILL every process of this pid namespace except the caller and PID 1 (the warden)."""
+    """SIGKILL every process of this pid namespace except the caller and PID 1 (the warden), when there may be one of
+    the submission's: a subreaper runner (:data:`SUBREAPER`) with no child left (:func:`children_left`) has none, and
+    sends nothing, so that the warden's zygote (a sibling, not a descendant) lives on; otherwise ``kill(-1)``, which
+    kills the zygote too (the warden notices and starts another when needed)."""
+    if SUBREAPER and not children_left():
+        return
     try:
         os.kill(-1, signal.SIGKILL)
     except ProcessLookupError:

@@ -44,6 +44,16 @@ BATCH = 64  # stdio tests per call of the compiled loop (each keeps 3 fds open u
 # json.dumps writes one character as at most 12 bytes (a non-BMP character as two 6-byte \u escapes), so a record of
 # fewer characters than RECORD_CAP // 12 fits without measuring
 RECORD_CAP = wire.FRAME_CAP - (1 << 16)
+# What programs commonly import: the zygote's image (warden.zygote_main) holds these standard modules, loaded before
+# any submission; the runners of the submissions the host marks ``heavy`` (their code names one of the modules the
+# lean warden lacks: rlvr.judge.sandbox.host.ZYGOTE_MODULES) are cloned from it, every other runner is forked from the
+# lean warden. Not in the warden's image: every test's fork() and exit pay for every page there (~1.2 MB for this
+# list, most of it typing, datetime, copy, decimal, random), while most programs import none of it. The driver
+# sandbox's warden imports the whole list itself (``--preload``) and has no zygote.
+PRELOAD = (
+    "re math cmath collections itertools functools heapq bisect string typing random operator copy array time "
+    "datetime decimal fractions enum abc numbers contextlib atexit"
+).split()
 
 
 def _stdio_child(code_obj, chan):
@@ -310,6 +320,7 @@ def main(rid, req_fd, resp_fd, base_vm):
     # a plain interpreter's KeyboardInterrupt, for the runner and the programs it forks (the warden has no handler)
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     proc.PRIVATE_FDS[:] = [req_fd, resp_fd]
+    proc.become_subreaper()
     try:  # /tmp is there (bwrap's tmpfs); os.makedirs' Python code would copy ~20 more pages of this fresh process
         os.mkdir(proc.WORKDIR)
     except FileExistsError:

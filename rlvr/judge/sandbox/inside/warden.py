@@ -1,17 +1,21 @@
 """The warden: PID 1 of a sandbox's pid namespace; a fresh ``python3 -s`` that never receives submission data.
 
-Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It preloads the modules
-programs use, makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no ``/proc/1/mem``, no ptrace attach) and
-installs the seccomp filter of :mod:`seccomp` on itself, so every later process of the sandbox inherits it. As PID 1
-it cannot be signalled by any process of its namespace (the kernel drops signals to an init without a handler; it
-installs none, SIGINT's included: :func:`reset_signals`), so a submission can kill its runner but never the warden.
+Standard library only; started by bubblewrap (``--as-pid-1``) with an empty environment. It loads the judge's own
+modules only (a lean image: every test forks it), makes itself non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``: no
+``/proc/1/mem``, no ptrace attach) and installs the seccomp filter of :mod:`seccomp` on itself, so every later process
+of the sandbox inherits it. As PID 1 it cannot be signalled by any process of its namespace (the kernel drops signals
+to an init without a handler; it installs none, SIGINT's included: :func:`reset_signals`), so a submission can kill
+its runner (or the zygote, below) but never the warden.
 
 Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the host. Messages (JSON):
-  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool}`` (``forkloop``: the
-  runners run stdio tests through the compiled loop, :func:`forkloop.load`; asked for with ``--forkloop``)
-  ``{"op": "sub", "id"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
-  ``{"t": "ack", "id"}`` once no other process is left; then it forks the runner (:mod:`runner`), which owns the
-  fds, reaps it and every orphan, kills every process left and answers ``{"t": "done", "id", "cpu_s"}``
+  ``{"op": "ping"}`` → ``{"t": "pong", "seccomp": bool, "dumpable": int, "forkloop": bool, "zygote": int}``
+  (``forkloop``: the runners run stdio tests through the compiled loop, :func:`forkloop.load`; asked for with
+  ``--forkloop``; ``zygote``: the zygote's pid, 0 when there is none)
+  ``{"op": "sub", "id", "heavy"}`` with two fds (SCM_RIGHTS: the runner's request read end and response write end) →
+  ``{"t": "ack", "id"}`` once no other process is left; a ``heavy`` runner (the host's bit: the submission names a
+  module of the preload list) is cloned by the zygote before the ``ack``, any other forked by the warden after it
+  (:mod:`runner`, which owns the fds); the warden reaps it and every orphan, kills every process left and answers
+  ``{"t": "done", "id", "cpu_s"}``
   (``cpu_s``: CPU seconds of the warden and every process it reaped so far, which includes the runner's waited-for
   children). The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
 Every writable place (``/tmp`` with the build and work dirs, ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects) is
@@ -19,6 +23,14 @@ wiped by the runner itself as it ends (:mod:`wipe`), or, when the submission kil
 warden forks for it: the warden never lists a name a submission created, so none of it can linger in the heap the
 next runner inherits. A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the
 next submission.
+
+The zygote (:func:`zygote_main`, :class:`Zygote`): a child forked after the warden's setup (seccomp, non-dumpable,
+``gc.freeze()``), which imports :data:`runner.PRELOAD` and clones runners for heavy submissions with
+``clone(CLONE_PARENT)``, so that they are the warden's children (reaped here, their CPU in ``cpu_s`` as a forked
+runner's). A runner spares it: it sends ``kill(-1)`` only when a process of its submission is left
+(:func:`proc.kill_all`); a zygote that a submission stopped or killed is replaced before the next heavy submission,
+and the warden forks the runner itself when the zygote fails. ``--preload``: the list in the warden and no zygote
+(the driver sandbox).
 """
 
 import _socket
@@ -79,30 +91,29 @@ def load_own():
 
 load_own()
 
+import driver  # noqa: E402,F401 - the runner imports it for a ``drive`` op only: in the image, as the rest
 import forkloop  # noqa: E402
 import proc  # noqa: E402
+import runner  # noqa: E402
 import seccomp  # noqa: E402
 import wipe  # noqa: E402
 
-# What programs commonly import, preloaded so that test children do not pay for it. Deliberately not more: fork()
-# of this process is paid once per test, and its cost grows with the resident heap (measured on the 2-vCPU VM of
-# bench/judge: ~0.8 ms with this list, ~1.8 ms with statistics, hashlib, threading, subprocess, unicodedata, pprint…
-# added); a program importing those pays the import in its own child instead. Not dataclasses (with inspect, dis,
-# tokenize: ~235 pages): no solution or prefix of the bundled datasets imports it. Nor traceback (with linecache,
-# tokenize, textwrap: ~380 kB): no bundled solution or prefix imports it. The judge's own modules pull in none of
-# traceback, ast and base64 either (literal parses through _ast, a program's uncaught exception is printed by
-# sys.__excepthook__, the runner imports traceback on its error paths only).
-for _name in (
-    "re math cmath collections itertools functools heapq bisect string typing random operator copy array time "
-    "datetime decimal fractions enum abc numbers contextlib atexit "
-    "runner build calls callserver driver wire literal_scan literal"
-).split():
-    try:
-        __import__(_name)
-    except Exception:  # pragma: no cover - a stripped-down interpreter
-        pass
-
-import runner  # noqa: E402
+# Nothing more in this image: every module here is in the image each test's fork() copies and its exit unmaps (~0.1 ms
+# per MB per test on the 2-vCPU VM of bench/judge). What programs commonly import (runner.PRELOAD: ~1.2 MB, most of it
+# typing, datetime, copy, decimal, random) is the zygote's (:func:`zygote_main`), a second warm image forked from this
+# one, from which the runners of the submissions the host marks ``heavy`` are cloned; of that list, the judge's own
+# modules already pull in re, collections, itertools, functools, operator, array, time, enum, abc and atexit. Not
+# traceback, ast, base64 (literal parses through _ast, a program's uncaught exception is printed by
+# sys.__excepthook__, the runner imports traceback on its error paths only). ``--preload``: the whole list here and
+# no zygote, for the driver sandbox, whose runner forks no test child and whose trusted prelude imports the list for
+# every submission.
+PRELOAD_HERE = "--preload" in sys.argv[2:]
+if PRELOAD_HERE:
+    for _name in runner.PRELOAD:
+        try:
+            __import__(_name)
+        except ImportError:  # pragma: no cover - a stripped-down interpreter
+            pass
 
 LIBC = ctypes.CDLL(None, use_errno=True)
 
@@ -128,6 +139,22 @@ def reap_all():
             return
         except InterruptedError:
             continue
+
+
+def reap_zombies(zygote):
+    """Reap every child that has ended, without waiting (their CPU joins RUSAGE_CHILDREN); the zygote's end or stop
+    among them makes ``zygote`` forget it (:meth:`Zygote.lost`)."""
+    while True:
+        try:
+            done, status, _ru = os.wait4(-1, os.WNOHANG | os.WUNTRACED)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            return
+        if done == 0:
+            return
+        if done == zygote.pid:
+            zygote.lost(reaped=not os.WIFSTOPPED(status))
 
 
 def cpu_seconds():
@@ -161,6 +188,147 @@ def reset_signals():
                 pass
 
 
+# clone(2) with CLONE_PARENT | SIGCHLD: the runner a zygote makes is the warden's child (reaped by the warden's wait
+# loop, its CPU in the warden's RUSAGE_CHILDREN as a forked runner's); syscall numbers from
+# arch/x86/entry/syscalls/syscall_64.tbl and asm-generic/unistd.h
+SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
+CLONE_PARENT = 0x00008000
+ZYGOTE_REPLY_S = 10.0  # seconds the warden waits for a zygote's answer (its first one includes its imports)
+
+
+def clone_parent():
+    """``fork()`` that makes the child a sibling of the caller (``clone(CLONE_PARENT | SIGCHLD)``, the raw syscall:
+    glibc has no wrapper without a new stack), between ``PyOS_BeforeFork`` and ``PyOS_AfterFork_*`` as ``os.fork``
+    does; the syscall is called through ``ctypes.PyDLL`` so the GIL stays held across it, as in ``os.fork``. Returns 0
+    in the child, its pid in the caller; raises ``OSError`` when the kernel refuses (or on another architecture)."""
+    if SYS_CLONE is None:
+        raise OSError(38, "clone(CLONE_PARENT) not wired for this architecture")
+    api = ctypes.pythonapi
+    syscall = ctypes.PyDLL(None, use_errno=True).syscall
+    syscall.restype = ctypes.c_long
+    api.PyOS_BeforeFork()
+    pid = syscall(ctypes.c_long(SYS_CLONE), ctypes.c_ulong(CLONE_PARENT | signal.SIGCHLD), ctypes.c_long(0),
+                  ctypes.c_long(0), ctypes.c_long(0), ctypes.c_long(0))
+    if pid == 0:
+        api.PyOS_AfterFork_Child()
+        return 0
+    err = ctypes.get_errno()
+    api.PyOS_AfterFork_Parent()
+    if pid < 0:
+        raise OSError(err, os.strerror(err))
+    return pid
+
+
+def vm_base():
+    """This process's address space (``/proc/self/statm``) plus 64 MB, bytes: the base of a test child's
+    ``RLIMIT_AS`` (``proc.set_limits``) for a runner forked from this image."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + (64 << 20)
+
+
+def zygote_main(sock):
+    """The zygote: import :data:`runner.PRELOAD` into a copy of the warden's image, ``gc.freeze()``, then, for each
+    message on ``sock`` (the request id, with the runner's two fds by SCM_RIGHTS), clone a runner as the warden's
+    child (:func:`clone_parent`) and answer its pid (``-1`` when the clone failed). Never receives submission data
+    (only the host's id and two pipe ends) and runs no submission code; its runners start from its image, untouched
+    by any earlier submission (no process can write another's memory: seccomp, non-dumpable). Exits when the warden's
+    end closes or sends anything else. Never returns."""
+    for name in runner.PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:  # pragma: no cover - a stripped-down interpreter
+            pass
+    gc.collect()
+    gc.freeze()
+    base = vm_base()
+    while True:
+        try:
+            data, fds = recv_fds(sock, 256, 4)
+        except OSError:
+            os._exit(0)
+        if not data or len(fds) != 2:
+            os._exit(0)
+        try:
+            pid = clone_parent()
+        except OSError:
+            pid = -1
+        if pid == 0:
+            try:
+                sock.close()
+                runner.main(data.decode(), fds[0], fds[1], base)
+            finally:
+                os._exit(1)
+        for fd in fds:
+            os.close(fd)
+        try:
+            sock.send(str(pid).encode())
+        except OSError:
+            os._exit(0)
+
+
+class Zygote:
+    """The warden's handle on its zygote (:func:`zygote_main`): pid (0: none) and the warden's end of their
+    ``SOCK_SEQPACKET`` socketpair. Any process of a submission can signal it (same uid): one that stops or kills it
+    only makes the warden kill it and start another before the next heavy submission (:meth:`runner_for`)."""
+
+    def __init__(self, enabled):
+        self.enabled, self.pid, self.sock = enabled, 0, None
+
+    def spawn(self, ctl):
+        """Fork a fresh zygote (``ctl``, the host's control socket, is closed in it)."""
+        ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ctl.close()
+                ours.close()
+                zygote_main(theirs)
+            finally:
+                os._exit(1)
+        theirs.close()
+        ours.settimeout(ZYGOTE_REPLY_S)
+        self.pid, self.sock = pid, ours
+
+    def lost(self, reaped=False):
+        """Forget the zygote (stopped, dead, or not answering): SIGKILL it unless ``reaped`` (a later wait reaps it)."""
+        if self.pid and not reaped:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if self.sock is not None:
+            self.sock.close()
+        self.pid, self.sock = 0, None
+
+    def check(self):
+        """Notice a zygote that stopped or ended since the last wait (a submission may signal it)."""
+        if not self.pid:
+            return
+        try:
+            done, status = os.waitpid(self.pid, os.WNOHANG | os.WUNTRACED)
+        except ChildProcessError:
+            done, status = self.pid, 0
+        if done == self.pid:
+            self.lost(reaped=not os.WIFSTOPPED(status))
+
+    def runner_for(self, ctl, rid, fds):
+        """A runner cloned by the zygote (started first when there is none) on ``fds``: its pid, or 0 when the
+        zygote failed (then it is gone, and every process but the warden was killed and reaped)."""
+        self.check()
+        if not self.pid:
+            self.spawn(ctl)
+        try:
+            self.sock.sendmsg([rid.encode()], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, array.array("i", fds))])
+            pid = int(self.sock.recv(64) or b"-1")
+        except (OSError, ValueError):
+            pid = -1
+        if pid > 0:
+            return pid
+        self.lost()
+        reap_all()  # a runner it may have cloned before it failed is killed with it
+        return 0
+
+
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
     reset_signals()
@@ -173,8 +341,10 @@ def main():
     proc.prepare()
     gc.collect()
     gc.freeze()  # keep warm objects out of the runners' copy-on-write path
-    with open("/proc/self/statm") as fh:
-        base_vm = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE") + (64 << 20)
+    base_vm = vm_base()
+    zygote = Zygote(enabled=not PRELOAD_HERE and SYS_CLONE is not None)
+    if zygote.enabled:
+        zygote.spawn(ctl)
     while True:
         try:
             data, fds = recv_fds(ctl, 1 << 16, 4)
@@ -186,21 +356,29 @@ def main():
         if msg.get("op") == "ping":
             for fd in fds:
                 os.close(fd)
+            zygote.check()
             ctl.send(json.dumps({"t": "pong", "seccomp": filtered, "dumpable": LIBC.prctl(3, 0, 0, 0, 0),
-                                "forkloop": loaded}).encode())
+                                "forkloop": loaded, "zygote": zygote.pid}).encode())
             continue
         if msg.get("op") != "sub" or len(fds) != 2:
             return
         rid = str(msg["id"])
-        reap_all()  # nothing should be left (the previous runner's leftovers were removed after it): cheap check
-        ctl.send(json.dumps({"t": "ack", "id": rid}).encode())
-        pid = os.fork()
-        if pid == 0:
-            try:
-                ctl.close()
-                runner.main(rid, fds[0], fds[1], base_vm)
-            finally:
-                os._exit(1)
+        if zygote.pid:  # the last runner ended clean (else reap_all below killed the zygote): nothing else is left
+            reap_zombies(zygote)
+        else:
+            reap_all()  # nothing should be left (the previous runner's leftovers were removed after it): cheap check
+        pid = zygote.runner_for(ctl, rid, fds) if zygote.enabled and msg.get("heavy") is True else 0
+        ctl.send(json.dumps({"t": "ack", "id": rid}).encode())  # a heavy runner's pid is known before it can read
+        if not pid:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    ctl.close()
+                    if zygote.sock is not None:
+                        zygote.sock.close()
+                    runner.main(rid, fds[0], fds[1], base_vm)
+                finally:
+                    os._exit(1)
         for fd in fds:
             os.close(fd)
         clean = False
@@ -211,6 +389,9 @@ def main():
                 continue
             except ChildProcessError:
                 break
+            if done == zygote.pid:  # a submission stopped or killed it: another one before the next heavy runner
+                zygote.lost(reaped=not os.WIFSTOPPED(status))
+                continue
             if os.WIFSTOPPED(status):
                 if done == pid:  # nothing but the submission stops its runner: end it now (runtime_error on the
                     os.kill(pid, signal.SIGKILL)  # host) instead of holding the worker until the hang detector
@@ -218,7 +399,11 @@ def main():
             if done == pid:
                 clean = os.waitstatus_to_exitcode(status) == wipe.CLEAN_EXIT
                 break
-        reap_all()
+        if clean and zygote.pid:
+            reap_zombies(zygote)  # a clean runner left no process of its submission (proc.kill_all, wipe)
+        else:
+            reap_all()
+            zygote.lost(reaped=True)  # kill(-1) reached it, and it was reaped
         if not clean:  # the runner was killed before it could wipe: a child of ours does it
             wiper = os.fork()
             if wiper == 0:
@@ -226,7 +411,6 @@ def main():
             if os.waitstatus_to_exitcode(os.waitpid(wiper, 0)[1]) != wipe.CLEAN_EXIT:
                 return  # a place that cannot be cleaned is never handed to another submission
         ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
-
 
 if __name__ == "__main__":
     main()

@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ipc.h>
+#include <sys/prctl.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,8 +58,28 @@ static int others_alive(pid_t me) {
     return alive;
 }
 
-/* SIGKILL every process but PID 1 and me until none is alive; 0, or -1 after timeout_s seconds */
+/* For a child subreaper (the runner: proc.become_subreaper), whose descendants are every process the submission
+ * started: reap every zombie child; 1 when a live child is left, 0 when none is (nothing of the submission is left,
+ * and kill(-1), which would also kill the warden's zygote, is not needed). 1 for a process that is no subreaper. As
+ * proc.py's kill_all/children_left. */
+int fl_children_left(void) {
+    int sub = 0;
+    if (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) != 0 || !sub) return 1;
+    for (;;) {
+        siginfo_t si;
+        si.si_pid = 0;
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG) != 0) {
+            if (errno == EINTR) continue;
+            return errno == ECHILD ? 0 : 1;
+        }
+        if (si.si_pid == 0) return 1;
+    }
+}
+
+/* SIGKILL every process but PID 1 and me until none is alive; 0, or -1 after timeout_s seconds. A subreaper with no
+ * child left (fl_children_left) kills nothing: 0. */
 static int kill_others(double timeout_s) {
+    if (!fl_children_left()) return 0;
     pid_t me = getpid();
     double deadline = now() + timeout_s;
     for (;;) {
