@@ -145,10 +145,10 @@ def check_tensor_parallel(params: dict[str, Any], hardware: dict[str, Any], wher
     n = hardware.get("n_gpus_per_node")
     if n is None:
         return
-    over = sorted(k for k, v in _leaves(params).items()
+    over = sorted((k, v) for k, v in _leaves(params).items()
                   if k.rsplit(".", 1)[-1] == "tensor_parallel_size" and isinstance(v, int) and v > int(n))
     if over:
-        raise ProfileError(f"{where}: {', '.join(f'{k}={_leaves(params)[k]}' for k in over)} exceeds the profile's "
+        raise ProfileError(f"{where}: {', '.join(f'{k}={v}' for k, v in over)} exceeds the profile's "
                            f"hardware.n_gpus_per_node={n} (set it in the profile's params)")
 
 

@@ -1,4 +1,4 @@
-"""The sandbox's zygote (``inside/warden.py``: :func:`zygote_main`, :class:`Zygote`) and the host's routing bit
+"""The sandbox's zygote (``inside/zygote.py``: :func:`zygote_main`, :class:`Zygote`) and the host's routing bit
 (``rlvr/judge/sandbox/host.py``: :func:`names_zygote_module`).
 
 A submission whose text names a module of :data:`ZYGOTE_MODULES` ("heavy") runs in a runner cloned from the zygote,

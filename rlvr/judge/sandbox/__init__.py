@@ -2,8 +2,8 @@
 runner and fresh pipes per submission, a cgroup over the whole sandbox, a seccomp filter, and a separate driver
 sandbox for assert tests. Host side: :mod:`.host` (lifecycle, channels), :mod:`.bwrap` (command line),
 :mod:`.cgroups`, :mod:`.procs`; inside the sandbox (standard library only, bound read-only at ``/judge``):
-``inside/warden.py``, ``runner.py``, ``proc.py``, ``calls.py``, ``callserver.py``, ``driver.py``, ``wire.py``,
-``wipe.py``, ``seccomp.py``. Design and limits: ``docs/judge/threat-model.md``.
+``inside/warden.py``, ``zygote.py``, ``runner.py``, ``proc.py``, ``calls.py``, ``callserver.py``, ``driver.py``,
+``wire.py``, ``wipe.py``, ``seccomp.py``. Design and limits: ``docs/judge/threat-model.md``.
 """
 
 from rlvr.judge.sandbox.bwrap import SandboxError, bwrap_path, sandbox_python

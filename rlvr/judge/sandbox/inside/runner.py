@@ -44,7 +44,7 @@ BATCH = 64  # stdio tests per call of the compiled loop (each keeps 3 fds open u
 # json.dumps writes one character as at most 12 bytes (a non-BMP character as two 6-byte \u escapes), so a record of
 # fewer characters than RECORD_CAP // 12 fits without measuring
 RECORD_CAP = wire.FRAME_CAP - (1 << 16)
-# What programs commonly import: the zygote's image (warden.zygote_main) holds these standard modules, loaded before
+# What programs commonly import: the zygote's image (zygote.zygote_main) holds these standard modules, loaded before
 # any submission; the runners of the submissions the host marks ``heavy`` (their code names one of the modules the
 # lean warden lacks: rlvr.judge.sandbox.host.ZYGOTE_MODULES) are cloned from it, every other runner is forked from the
 # lean warden. Not in the warden's image: every test's fork() and exit pay for every page there (~1.2 MB for this
