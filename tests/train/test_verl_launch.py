@@ -467,3 +467,26 @@ def test_validation_scores_read_what_verl_itself_logs(tmp_path, n):
     mbpp = acc[: 2 * n]
     assert dev["by_source"]["mbpp_reg"]["accepted@1"] == pytest.approx(sum(mbpp) / len(mbpp))
 
+
+def test_run_grpo_verl_maps_verls_last_validation_to_dev(tmp_path):
+    _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    m = _run_grpo(tmp_path, FakeRunner(VAL_STEPS, DUMPS))
+    assert m["steps"] == 2 and m["dev"]["step"] == 2
+    assert m["dev"]["accepted@1"] == pytest.approx(0.4375) and m["dev"]["pass_ratio"] == pytest.approx(0.6875)
+    from rlvr.layout import split_metrics
+
+    scores, _, _ = split_metrics({"seed": 1, **m})  # what metrics/grpo/seed-<n>.json gets: the local engine's keys
+    assert scores == {"dev": {"accepted@1": pytest.approx(0.4375), "pass_ratio": pytest.approx(0.6875)}}
+    # the validation lines are not training steps in the curves
+    assert [r["step"] for r in read_curves(tmp_path / "metrics" / "grpo.tsv")[1]] == ["1", "2"]
+
+
+def test_run_grpo_verl_without_a_validation_of_the_trained_policy_has_no_dev(tmp_path, capfd):
+    _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    assert "dev" not in _run_grpo(tmp_path / "a", FakeRunner(STEPS, DUMPS))  # verl never validated
+    # test_freq -1 with val_before_train: only the input policy's score (step 0), not the trained one's
+    (tmp_path / "b").mkdir()
+    _val_parquet(tmp_path / "b" / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    m = _run_grpo(tmp_path / "b", FakeRunner({s: VAL_STEPS[s] if s == 0 else STEPS[s] for s in (0, 1, 2)}, DUMPS))
+    assert "dev" not in m and m["steps"] == 2
+    assert "last validation at step 0, not the last training step 2" in capfd.readouterr().err
