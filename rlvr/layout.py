@@ -48,10 +48,11 @@ SCORE_KEY = re.compile(r"^(accepted@1|pass@\d+|pass_ratio|pass_ratio_mean|recove
 SCORE_CHILD = frozenset({"lo", "hi", "mean", "std"})
 #: blocks that are provenance whatever their leaves are called (``phases``: the eval summary's copy of the per-phase
 #: files; ``eval@k``: the sampled run's full metrics, whose pass@k are already at the dataset level; breakdowns and
-#: variants of a score: ``by_template`` (the smoke profile's templates), ``evalplus`` (base/plus tests),
-#: ``eval@budget`` (accepted within the token budget)).
+#: variants of a score: ``by_template`` (the smoke profile's templates), ``by_source`` (verl's validation per data
+#: source, :func:`rlvr.train.verl.logs.validation_scores`), ``evalplus`` (base/plus tests), ``eval@budget`` (accepted
+#: within the token budget)).
 PROVENANCE_BLOCK = frozenset({"protocol", "dataset", "verdicts", "eval@k", "phases", "training", "rollouts",
-                              "by_template", "evalplus", "eval@budget"})
+                              "by_template", "by_source", "evalplus", "eval@budget"})
 #: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, model FLOPs
 #: utilisation (``mfu*``), memory, tokens spent, and the work a run resumed instead of doing (``resumed_*``: the
 #: training step it resumed from, ``resumed_from_step``; the eval tasks taken from a journal, ``resumed_tasks``),
@@ -81,7 +82,8 @@ def split_metrics(report: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str
     ``accepted_fraction``, and a score's CI bounds / seed mean and std (``ci.accepted@1.lo``, ``…pass@4.std``); cost are
     seconds, throughput, memory and tokens spent, and the work resumed from the local cache (``resumed_*``:
     :data:`COST_KEY`); the rest (and anything under ``protocol``, ``dataset``, ``verdicts``,
-    ``eval@k``, ``phases``, ``training``, ``rollouts``, ``by_template``, ``evalplus``, ``eval@budget``) is provenance.
+    ``eval@k``, ``phases``, ``training``, ``rollouts``, ``by_template``, ``by_source``, ``evalplus``,
+    ``eval@budget``) is provenance.
     Empty dicts stay in provenance so the split is lossless (:func:`merge_metrics`). Raises ``TypeError`` when
     ``report`` is not a dict."""
     if not isinstance(report, dict):

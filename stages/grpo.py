@@ -4,7 +4,9 @@ Reads ``params.yaml``: the top-level ``engine`` (``local`` = TRL ``GRPOTrainer``
 with ``algorithm.adv_estimator=grpo``, section ``verl``), ``reward`` (``sparse | dense | shaped``) and
 ``reward_shaping``, sections ``train`` and ``grpo``, and ``baseline`` (the post-stage eval); the input model (default
 ``models/dpo/``); the governed problems (local) or the verl parquet ``data/manifests/verl/{train,val}.parquet``.
-Writes ``models/grpo/seed-<n>/`` (atomically; with ``verl_overrides.txt`` under verl), ``metrics/grpo/seed-<n>.json``,
+Writes ``models/grpo/seed-<n>/`` (atomically; with ``verl_overrides.txt`` under verl), ``metrics/grpo/seed-<n>.json``
+(``dev``: the trained policy's accepted@1 and pass_ratio on ``train.eval_sets`` under local, verl's validation of
+the val parquet after the last step under verl, none with ``verl.test_freq`` -1),
 the per-step curves ``metrics/grpo/seed-<n>.tsv`` and the baseline-keyed eval ``metrics/eval_grpo_seed<n>/``
 (samples/QA under ``data/eval/grpo-seed<n>/``). Checkpoints: ``$RLVR_CACHE_DIR/train/grpo/seed-<n>/`` (resumed).
 

@@ -38,6 +38,10 @@ EVAL = {"synthetic": {"accepted@1": 0.5, "pass@1": 0.5, "pass@4": 0.75, "pass_ra
                      "libraries": {"torch": "2.5.1"}}}
 TRAIN = {"dev": {"accepted@1": 0.7, "pass_ratio": 0.7, "by_template": {"add": 1.0}}, "train_loss": 1.01437,
          "train_runtime_s": 1.8, "steps": 240, "seed": 1, "reward_last": 0.4, "resumed_from_step": 240}
+#: the verl engine's GRPO summary: dev from verl's validation (rlvr.train.verl.logs.validation_scores)
+VERL_TRAIN = {"engine": "verl", "steps": 2, "reward_last": 0.75,
+              "dev": {"accepted@1": 0.6, "pass_ratio": 0.7, "n": 10, "step": 2,
+                      "by_source": {"mbpp_reg": {"accepted@1": 0.6, "pass_ratio": 0.7, "n": 10}}}}
 REPAIR = {"synthetic": {"recovery_rate": 0.8, "final_accepted": 0.9, "accepted_at_turn": [0.6, 0.9], "judge_s": 0.3},
           "training": {"rollout_s": 56.6, "stage_wall_s": 69.4, "steps": 20, "engine": "local",
                        "resumed_from_step": 0, "warmup": {"rows": 596, "steps": 75, "loss": 0.5,
@@ -54,7 +58,7 @@ def _leaves(obj: dict, prefix: str = "") -> dict[str, object]:
     return out
 
 
-@pytest.mark.parametrize("report", [EVAL, TRAIN, REPAIR, SUMMARY])
+@pytest.mark.parametrize("report", [EVAL, TRAIN, VERL_TRAIN, REPAIR, SUMMARY])
 def test_split_is_lossless(report):
     assert merge_metrics(*split_metrics(report)) == report
 
@@ -76,6 +80,10 @@ def test_scores_are_scores_cost_is_measured_and_the_rest_is_provenance():
     assert set(scores) == {"dev.accepted@1", "dev.pass_ratio"}
     assert set(cost) == {"train_runtime_s", "resumed_from_step"}
     assert {"train_loss", "reward_last", "dev.by_template.add"} <= set(prov)
+    # the verl engine's dev: the same two scores; the step it was validated at and the per-source breakdown are not
+    scores, _, prov = (_leaves(p) for p in split_metrics(VERL_TRAIN))
+    assert set(scores) == {"dev.accepted@1", "dev.pass_ratio"}
+    assert {"dev.n", "dev.step", "dev.by_source.mbpp_reg.accepted@1", "dev.by_source.mbpp_reg.pass_ratio"} <= set(prov)
     scores, cost, prov = (_leaves(p) for p in split_metrics(REPAIR))
     assert set(scores) == {"synthetic.recovery_rate", "synthetic.final_accepted"}
     assert set(cost) == {"synthetic.judge_s", "training.rollout_s", "training.stage_wall_s",

@@ -378,3 +378,115 @@ def test_run_teed_stops_the_trainer_when_interrupted(tmp_path, monkeypatch):
     pid = int((tmp_path / "pid").read_text())
     with pytest.raises(ProcessLookupError):  # killed and reaped
         os.kill(pid, 0)
+
+
+# verl 0.9.1's validation lines (RayPPOTrainer._val_metrics_update over process_validation_metrics) with the default
+# val_kwargs.n = 1: our reward's numeric keys each get mean@1 (acc, the core variable, in val-core; the rest in
+# val-aux), plus the turn counts; a validation line carries no critic/score/mean of its own.
+def _val_line(source_scores: dict[str, tuple[float, float]]) -> dict[str, float]:
+    line: dict[str, float] = {}
+    for source, (acc, pass_ratio) in source_scores.items():
+        line |= {f"val-aux/{source}/reward/mean@1": acc, f"val-aux/{source}/score/mean@1": acc,
+                 f"val-core/{source}/acc/mean@1": acc, f"val-aux/{source}/pass_ratio/mean@1": pass_ratio,
+                 f"val-aux/{source}/n_tests/mean@1": 3.0, f"val-aux/{source}/judge_s/mean@1": 0.2,
+                 f"val-aux/{source}/acc_success_only/mean@1": acc}
+    return line | {"val-aux/num_turns/min": 2, "val-aux/num_turns/max": 2, "val-aux/num_turns/mean": 2.0}
+
+
+def _val_parquet(path: Path, rows: dict[str, int]) -> Path:
+    """A validation parquet as the manifests stage writes it (rlvr.data.export.write_verl_parquet): ``rows[source]``
+    problems of each source."""
+    from rlvr.data.export import write_verl_parquet
+    from rlvr.data.schema import Problem, StdioTest
+
+    problems = [Problem(id=f"{s}/{i}", source=s, split="dev", statement="Print 1.", tests=[StdioTest(stdin="",
+                                                                                                    stdout="1")])
+                for s, n in rows.items() for i in range(n)]
+    write_verl_parquet(problems, path)
+    return path
+
+
+VAL_STEPS = {  # validation before training (step 0), at test_freq (step 1) and after the last step (2)
+    0: _val_line({"mbpp_reg": (0.1, 0.2), "humaneval": (0.0, 0.1)}),
+    1: {**STEPS[1], **_val_line({"mbpp_reg": (0.3, 0.4), "humaneval": (0.2, 0.3)})},
+    2: {**STEPS[2], **_val_line({"mbpp_reg": (0.5, 0.75), "humaneval": (0.25, 0.5)})},
+}
+
+
+def test_validation_scores_are_the_last_validation_weighted_by_rows(tmp_path):
+    log = tmp_path / "attempt-1.jsonl"
+    _file_log(str(log), {s: VAL_STEPS[s] for s in (0, 1)})
+    log2 = tmp_path / "attempt-2.jsonl"
+    _file_log(str(log2), {2: VAL_STEPS[2], 3: {"critic/score/mean": 0.5}})  # a later step that did not validate
+    val = _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    assert vlogs.val_row_counts(val) == {"humaneval": 1, "mbpp_reg": 3}
+    dev = vlogs.validation_scores(vlogs.read_file_logs([log, log2]), val)
+    assert dev == {"accepted@1": pytest.approx((3 * 0.5 + 0.25) / 4), "pass_ratio": pytest.approx((3 * 0.75 + 0.5) / 4),
+                   "n": 4, "step": 2,
+                   "by_source": {"humaneval": {"accepted@1": 0.25, "pass_ratio": 0.5, "n": 1},
+                                 "mbpp_reg": {"accepted@1": 0.5, "pass_ratio": 0.75, "n": 3}}}
+    assert vlogs.validation_scores(vlogs.read_file_logs([log]), val)["step"] == 1
+    # never validated (test_freq -1, no validation before training): no scores, and no parquet needed
+    assert vlogs.validation_scores({1: STEPS[1], 2: STEPS[2]}, tmp_path / "missing.parquet") is None
+
+
+def test_validation_scores_refuse_what_they_cannot_map(tmp_path):
+    val = _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 2})
+    with pytest.raises(ValueError, match=r"'humaneval'.*does not hold"):
+        vlogs.validation_scores({2: _val_line({"humaneval": (0.5, 0.5)})}, val)
+    no_acc = {k: v for k, v in _val_line({"mbpp_reg": (0.5, 0.5)}).items() if "/acc/" not in k}
+    with pytest.raises(ValueError, match="no acc/mean@<n>"):
+        vlogs.validation_scores({2: no_acc}, val)
+    with pytest.raises(ValueError, match="not a number"):
+        vlogs.validation_scores({2: {**_val_line({"mbpp_reg": (0.5, 0.5)}), "val-core/mbpp_reg/acc/mean@1": None}}, val)
+    with pytest.raises(FileNotFoundError):
+        vlogs.validation_scores({2: _val_line({"mbpp_reg": (0.5, 0.5)})}, tmp_path / "missing.parquet")
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_validation_scores_read_what_verl_itself_logs(tmp_path, n):
+    """The keys of verl's own ``_val_metrics_update`` (``val_kwargs.n`` responses per prompt: mean@n, and with n > 1
+    std@n, best@k/worst@k bootstraps): accepted@1 is the mean of ``acc`` over every response, pass@1's estimate."""
+    np = pytest.importorskip("numpy")
+    ray_trainer = pytest.importorskip("verl.trainer.ppo.ray_trainer")
+    sources = ["mbpp_reg"] * (2 * n) + ["humaneval"] * n
+    uids = [f"u{i // n}" for i in range(3 * n)]
+    acc = [(i % 3 == 0) for i in range(3 * n)]  # our reward's dict: acc is a bool, status a string (skipped by verl)
+    pass_ratio = [0.5 + 0.5 * a for a in acc]
+    infos = {"reward": [float(a) for a in acc], "score": [float(a) for a in acc], "acc": acc,
+             "pass_ratio": pass_ratio, "status": ["accepted" if a else "wrong_answer" for a in acc]}
+    logged = ray_trainer.RayPPOTrainer._val_metrics_update(None, np.array(sources, dtype=object), uids, infos, [])
+    assert f"val-core/mbpp_reg/acc/mean@{n}" in logged and f"val-aux/mbpp_reg/pass_ratio/mean@{n}" in logged
+    log = tmp_path / "v.jsonl"
+    _file_log(str(log), {5: logged})  # through verl's FileLogger (numpy values, orjson)
+    val = _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 2, "humaneval": 1})
+    dev = vlogs.validation_scores(vlogs.read_file_logs([log]), val)
+    assert dev is not None and dev["step"] == 5 and dev["n"] == 3
+    assert dev["accepted@1"] == pytest.approx(sum(acc) / len(acc))
+    assert dev["pass_ratio"] == pytest.approx(sum(pass_ratio) / len(pass_ratio))
+    mbpp = acc[: 2 * n]
+    assert dev["by_source"]["mbpp_reg"]["accepted@1"] == pytest.approx(sum(mbpp) / len(mbpp))
+
+
+def test_run_grpo_verl_maps_verls_last_validation_to_dev(tmp_path):
+    _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    m = _run_grpo(tmp_path, FakeRunner(VAL_STEPS, DUMPS))
+    assert m["steps"] == 2 and m["dev"]["step"] == 2
+    assert m["dev"]["accepted@1"] == pytest.approx(0.4375) and m["dev"]["pass_ratio"] == pytest.approx(0.6875)
+    from rlvr.layout import split_metrics
+
+    scores, _, _ = split_metrics({"seed": 1, **m})  # what metrics/grpo/seed-<n>.json gets: the local engine's keys
+    assert scores == {"dev": {"accepted@1": pytest.approx(0.4375), "pass_ratio": pytest.approx(0.6875)}}
+    # the validation lines are not training steps in the curves
+    assert [r["step"] for r in read_curves(tmp_path / "metrics" / "grpo.tsv")[1]] == ["1", "2"]
+
+
+def test_run_grpo_verl_without_a_validation_of_the_trained_policy_has_no_dev(tmp_path, capfd):
+    _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    assert "dev" not in _run_grpo(tmp_path / "a", FakeRunner(STEPS, DUMPS))  # verl never validated
+    # test_freq -1 with val_before_train: only the input policy's score (step 0), not the trained one's
+    (tmp_path / "b").mkdir()
+    _val_parquet(tmp_path / "b" / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
+    m = _run_grpo(tmp_path / "b", FakeRunner({s: VAL_STEPS[s] if s == 0 else STEPS[s] for s in (0, 1, 2)}, DUMPS))
+    assert "dev" not in m and m["steps"] == 2
+    assert "last validation at step 0, not the last training step 2" in capfd.readouterr().err

@@ -251,7 +251,13 @@ def run_grpo_verl(
     ``verl.model``).
 
     Metrics: ``engine``, ``reward_mode``, ``steps`` (last logged step), ``reward_first``/``reward_last`` (mean
-    ``reward_mean`` over the first/last quarter of steps), ``accepted_rate_first``/``_last``, ``checkpoint``.
+    ``reward_mean`` over the first/last quarter of steps), ``accepted_rate_first``/``_last``, ``checkpoint``, and
+    ``dev``: verl's validation of the trained policy on ``val_files`` (:func:`rlvr.train.verl.logs.validation_scores`:
+    ``accepted@1``, ``pass_ratio``, ``n``, ``step``, ``by_source``), the local engine's ``dev`` keys. verl validates
+    every ``verl.test_freq`` steps and after the last step; ``dev`` is left out when its last validation is not at the
+    last training step (``test_freq`` -1: verl only validated the input policy, before training).
+    Raises ``ValueError`` when the validation logged is not what the reward returns
+    (:func:`~rlvr.train.verl.logs.validation_scores`).
     Raises ``subprocess.CalledProcessError`` when a command fails (:class:`rlvr.reward.step_guard.JudgeDied` when the
     judge step guard stopped verl, :func:`run_teed`), ``FileNotFoundError`` when no checkpoint appears.
     """
@@ -283,6 +289,7 @@ def run_grpo_verl(
             runner(["ray", "stop"], env={**os.environ, **env}, check=False)
     rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode, train_files, val_files)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
+    dev = _final_dev(vlogs.read_file_logs([*old_logs, log_path]), val_files, rows[-1]["step"] if rows else None)
     ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     attn, rmpad = resolve_attention(profile)
     return {
@@ -293,7 +300,22 @@ def run_grpo_verl(
         "checkpoint": portable_path(ckpt, run),
         **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
         **vlogs.summarise(rows, "accepted_rate"),
+        **({"dev": dev} if dev is not None else {}),
     }
+
+
+def _final_dev(steps: Mapping[int, Mapping[str, Any]], val_files: str | Path, last_step: int | None
+               ) -> dict[str, Any] | None:
+    """verl's last validation (:func:`rlvr.train.verl.logs.validation_scores`) when it scored the trained policy,
+    i.e. ran at ``last_step`` (the last training step); else ``None``, with a note on stderr when verl validated only
+    earlier (``test_freq`` -1 leaves only the validation before training, a score of the input policy)."""
+    dev = vlogs.validation_scores(steps, val_files)
+    if dev is None or last_step is None or dev["step"] != last_step:
+        if dev is not None:
+            print(f"verl: last validation at step {dev['step']}, not the last training step {last_step}: no dev "
+                  "score of the trained policy (set verl.test_freq > 0 for one)", file=sys.stderr)
+        return None
+    return dev
 
 
 def run_sft_verl(
