@@ -41,7 +41,7 @@ def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: 
     pairs, stats["length"] = filter_by_length(pairs, tok, vcfg.sft_max_length)
     write_sft_parquet(pairs, rdir / "sft_train.parquet")
     val_pairs, _ = build_sft_set(dev, judge, cfg.solutions_per_problem)
-    val_pairs, _ = filter_by_length(val_pairs, tok, vcfg.sft_max_length)
+    val_pairs, stats["val_length"] = filter_by_length(val_pairs, tok, vcfg.sft_max_length)
     val = rdir / "sft_val.parquet" if val_pairs else None
     if val is not None:
         write_sft_parquet(val_pairs, val)
