@@ -18,6 +18,9 @@ profile (whose ``hardware`` block :func:`rlvr.train.verl.params.load_profile` re
 changes nothing. Precedence, lowest first: params.yaml, the profile's base chain, the profile. A ``dvc exp run -S``
 on a key that the selected profile also sets is shadowed by the profile: change such keys in the profile file
 (``dvc exp run -S profiles/x.yaml:params.sft.learning_rate=…``); :func:`profile_keys` lists them.
+
+The training stages (sft, dpo, grpo, repair) call :func:`require_scale_profile` first: with ``engine: verl`` or a
+``model.name`` other than ``tiny`` and no profile selected they stop, since params.yaml's values are the tiny model's.
 """
 
 from __future__ import annotations
