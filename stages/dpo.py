@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rlvr.config.profiles import require_scale_profile
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.stage import Params, Result, option, stage
@@ -29,6 +30,7 @@ from rlvr.train.local.dpo import DPOParams, run_dpo
 def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, metrics_path: Path, curves: Path,
          eval_metrics: Path, eval_dir: Path) -> Result:
     """Mine preference pairs with the judge and train DPO from the SFT model, then evaluate it like the baseline."""
+    require_scale_profile(params.raw(), params.path)
     common = params.section("train", TrainCommon)
     cfg = params.section("dpo", DPOParams)
     train = load_problem_sets(problems_dir, common.train_sets)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlvr.config.profiles import require_scale_profile
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.stage import Params, Result, option, stage
@@ -54,6 +55,7 @@ def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: 
 def main(params: Params, seed: int, problems_dir: Path, model_dir: str, out_root: str, metrics_root: str,
          eval_root: str, eval_dir: str, verl_train: str, verl_val: str) -> Result:
     """Train GRPO with the judge reward for one seed, then evaluate it like the baseline."""
+    require_scale_profile(params.raw(), params.path)
     engine = load_engine(params.path)
     common = params.section("train", TrainCommon)
     cfg = params.section("grpo", GRPOParams).model_copy(update={"seed": seed})

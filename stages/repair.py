@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rlvr.config.profiles import require_scale_profile
 from rlvr.data.synthetic import SyntheticParams
 from rlvr.eval.tracking import log_metrics
 from rlvr.judge.client import get_judge
@@ -46,6 +47,7 @@ from rlvr.train.local.common import TrainCommon, load_problem_sets
 def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str, judge: Any, out_model: Path,
            curves: Path) -> dict[str, Any]:
     """Repair training on the configured engine (local: unrolled multi-turn GRPO; verl: the tool_agent loop)."""
+    require_scale_profile(params.raw(), params.path)
     common = params.section("train", TrainCommon)
     engine = load_engine(params.path)
     train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rlvr.config.profiles import require_scale_profile
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.stage import Params, Result, option, stage
@@ -60,6 +61,7 @@ def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: 
 def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, metrics_path: Path, curves: Path,
          eval_metrics: Path, eval_dir: Path) -> Result:
     """Fine-tune the base model on judge-verified reference solutions, then evaluate it like the baseline."""
+    require_scale_profile(params.raw(), params.path)
     engine = load_engine(params.path)
     common = params.section("train", TrainCommon)
     cfg = params.section("sft", SFTParams)

@@ -18,6 +18,9 @@ profile (whose ``hardware`` block :func:`rlvr.train.verl.params.load_profile` re
 changes nothing. Precedence, lowest first: params.yaml, the profile's base chain, the profile. A ``dvc exp run -S``
 on a key that the selected profile also sets is shadowed by the profile: change such keys in the profile file
 (``dvc exp run -S profiles/x.yaml:params.sft.learning_rate=…``); :func:`profile_keys` lists them.
+
+The training stages (sft, dpo, grpo, repair) call :func:`require_scale_profile` first: with ``engine: verl`` or a
+``model.name`` other than ``tiny`` and no profile selected they stop, since params.yaml's values are the tiny model's.
 """
 
 from __future__ import annotations
@@ -28,15 +31,20 @@ from typing import Any
 
 import yaml
 
-__all__ = ["DATA_SECTIONS", "SCALE_KEYS", "ProfileError", "apply_profile", "check_tensor_parallel",
-           "load_scale_profile", "missing_scale_keys", "profile_keys"]
+__all__ = ["DATA_SECTIONS", "DATA_SELECTION_KEYS", "SCALE_KEYS", "TINY_MODEL", "ProfileError", "apply_profile",
+           "check_tensor_parallel", "load_scale_profile", "missing_scale_keys", "profile_keys",
+           "require_scale_profile"]
 
 # Hyperparameters whose tiny-model value is wrong at any other scale: a complete profile sets each of them (a dotted
-# path into params.yaml). Lengths, learning rates, step counts, group size, batch sizes and the repair budget.
+# path into params.yaml). Lengths, learning rates, step counts and epochs, group size, batch sizes, the repair budget,
+# the overlong-shaping lengths, and the data each training and scoring stage selects (params.yaml selects the
+# synthetic family and 8-16 problem limits for the tiny CPU model: at 7B SFT, DPO and repair would train on the 42
+# print-a-constant problems and the final eval would score 16 HumanEval problems).
 SCALE_KEYS: tuple[str, ...] = (
     "engine", "model.name",
+    "train.train_sets", "train.eval_sets",
     "train.max_prompt_length", "train.max_completion_length", "train.eval_max_new_tokens",
-    "sft.learning_rate", "sft.max_steps", "sft.per_device_train_batch_size",
+    "sft.learning_rate", "sft.epochs", "sft.max_steps", "sft.per_device_train_batch_size",
     "dpo.learning_rate", "dpo.max_steps", "dpo.beta", "dpo.per_device_train_batch_size", "dpo.launch",
     "dpo.mining.backend",
     "grpo.learning_rate", "grpo.max_steps", "grpo.num_generations", "grpo.beta",
@@ -44,9 +52,16 @@ SCALE_KEYS: tuple[str, ...] = (
     "verl.sft_train_batch_size", "verl.sft_max_length",
     "repair.turn_tokens", "repair.feedback_chars", "repair.sampling.max_new_tokens",
     "repair.train.learning_rate", "repair.train.max_steps", "repair.train.num_generations",
-    "repair.train.warmup_epochs",
-    "baseline.backend", "baseline.sampling.max_new_tokens",
-    "eval.backend", "eval.greedy.max_new_tokens", "eval.sampling.max_new_tokens",
+    "repair.train.warmup_epochs", "repair.train.train_sets", "repair.datasets",
+    "reward_shaping.max_length_tokens", "reward_shaping.length_buffer_tokens",
+    "baseline.backend", "baseline.sampling.max_new_tokens", "baseline.datasets",
+    "eval.backend", "eval.greedy.max_new_tokens", "eval.sampling.max_new_tokens", "eval.datasets",
+)
+
+# The data selections among SCALE_KEYS: params.yaml's values are the tiny model's (synthetic sets, small limits).
+DATA_SELECTION_KEYS: tuple[str, ...] = (
+    "train.train_sets", "train.eval_sets", "repair.train.train_sets", "repair.datasets", "baseline.datasets",
+    "eval.datasets",
 )
 
 
@@ -183,3 +198,32 @@ def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml
         out.setdefault("verl", {})
         out["verl"] = {**out["verl"], "profile": str(path)}
     return out
+
+
+#: ``model.name`` of the model built from the ``model`` section (:func:`rlvr.model.build_tiny_model`), the one model
+#: params.yaml's own hyperparameters are tuned for.
+TINY_MODEL = "tiny"
+
+
+def require_scale_profile(params: dict[str, Any], where: str | Path = "params.yaml") -> None:
+    """Refuse to train at a scale params.yaml is not tuned for: raise :class:`rlvr.config.ConfigError` (one line,
+    naming ``where`` and the keys) when ``params`` (the loaded params, profile merged: :func:`rlvr.config.load_params`)
+    selects no ``profile`` and either ``engine`` is ``verl`` or ``model.name`` is not :data:`TINY_MODEL`.
+
+    The training stages (sft, dpo, grpo, repair) call it first. Without it ``dvc exp run -S engine=verl`` trains with
+    the tiny CPU model's hyperparameters on the 8-GPU hardware recipe of ``verl.profile``, and ``-S model.name=<hub
+    id>`` trains a 7B with them (lr 1e-3, 80 SFT epochs, 32-token completions, the synthetic problems). A profile
+    that sets only some keys (``complete: false``) is an explicit choice and passes."""
+    if params.get("profile"):
+        return
+    engine = params.get("engine", "local")
+    name = (params.get("model") or {}).get("name", TINY_MODEL)
+    if engine != "verl" and name == TINY_MODEL:
+        return
+    from rlvr.config import ConfigError
+
+    why = "engine=verl" if engine == "verl" else f"model.name={name!r}"
+    raise ConfigError(f"{where}: {why} with no scale profile (profile is empty): the training stages would use "
+                      "params.yaml's tiny-CPU-model values (sft.learning_rate, sft.epochs, grpo.learning_rate, "
+                      "train.max_completion_length, train.train_sets, ...); select one, e.g. "
+                      "`dvc exp run -S profile=profiles/qwen7b_4xh100.yaml` (a partial one: complete: false)")

@@ -3,6 +3,7 @@ its comments promise; the 8- and 2-GPU profiles are the 4-GPU one with the GPU c
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,14 @@ import pytest
 import yaml
 
 from rlvr.config import ConfigError, load_params, load_section
-from rlvr.config.profiles import SCALE_KEYS, _leaves, load_scale_profile, missing_scale_keys, profile_keys
+from rlvr.config.profiles import (
+    DATA_SELECTION_KEYS,
+    SCALE_KEYS,
+    _leaves,
+    load_scale_profile,
+    missing_scale_keys,
+    require_scale_profile,
+)
 from rlvr.repair.eval import RepairParams
 from rlvr.train.local.dpo import DPOParams
 from rlvr.train.local.grpo import GRPOParams
@@ -54,21 +62,112 @@ def test_every_shipped_profile_is_complete_and_loads(profile, tmp_path):
     assert prof["complete"] and missing_scale_keys(prof["params"]) == []
     eff = _effective(_params(tmp_path, profile))
     p = eff["params"]
-    # nothing tuned for the tiny CPU model survives: every scale key differs from or equals the profile's own value
-    for key in profile_keys(ROOT / profile):
-        cur: object = p
-        for part in key.split("."):
-            cur = cur[part]
-        want: object = prof["params"]
-        for part in key.split("."):
-            want = want[part]
-        assert cur == want, key
     assert eff["grpo"]["actor_rollout_ref.actor.optim.lr"] == repr(p["grpo"]["learning_rate"])
     assert eff["grpo"]["trainer.n_gpus_per_node"] == str(eff["hw"].n_gpus_per_node)
     assert eff["sft"]["optim.lr"] == repr(p["sft"]["learning_rate"])
     # the RL stages' hyperparameters reach TRL's side too (the local engine reads the same sections)
     load_section("dpo", DPOParams, tmp_path / "params.yaml")
     load_section("repair", RepairParams, tmp_path / "params.yaml")
+
+
+SCALED = [p for p in SHIPPED if not p.startswith("profiles/lent/")]
+
+# params.yaml's value of each of these is the tiny CPU model's; a 7B profile must replace it (a value below may equal
+# params.yaml's only where listed in SAME_AT_EVERY_SCALE, with the reason)
+TINY_TUNED = (*SCALE_KEYS, "sft.lr_scheduler_type", "sft.warmup_ratio", "repair.train.rollout_max_new_tokens",
+              "eval.budget_tokens", "verl.sft_max_length")
+SAME_AT_EVERY_SCALE = {
+    "sft.max_steps": "-1 in both: SFT runs by epochs, and sft.epochs is a SCALE_KEY the profile sets (2 vs 80)",
+    "sft.lr_scheduler_type": "cosine, the usual SFT schedule at any size",
+    "dpo.beta": "0.1 (Rafailov et al. 2023; Zephyr): not a function of model size",
+    "grpo.num_generations": "group size 8 in both (the 7B profile's comment gives its reason)",
+    "repair.train.num_generations": "group size 8, as GRPO's",
+    # params.yaml's verl section already holds the 4-GPU 7B values: it is read only under engine verl
+    "verl.train_batch_size": "7B value", "verl.ppo_mini_batch_size": "7B value",
+    "verl.max_prompt_length": "7B value", "verl.max_response_length": "7B value",
+    "verl.sft_train_batch_size": "7B value",
+}
+
+
+def _at(d: dict, dotted: str) -> object:
+    for part in dotted.split("."):
+        d = d[part]
+    return d
+
+
+def _validated(path: Path) -> dict:
+    """Every section a SCALE_KEY names, validated (schema defaults filled in: params.yaml omits e.g. sft.max_steps)."""
+    from rlvr.eval.baseline import BaselineParams
+    from rlvr.eval.final_params import EvalParams
+    from rlvr.model.params import ModelParams
+    from rlvr.reward.modes import RewardShaping
+    from rlvr.train.local.common import TrainCommon
+
+    models = {"sft": SFTParams, "dpo": DPOParams, "grpo": GRPOParams, "verl": VerlParams, "repair": RepairParams,
+              "baseline": BaselineParams, "train": TrainCommon, "eval": EvalParams, "reward_shaping": RewardShaping,
+              "model": ModelParams}
+    out = {name: load_section(name, model, path).model_dump(mode="json", exclude_unset=False)
+           for name, model in models.items()}
+    return {**out, "engine": load_params(path)["engine"]}
+
+
+def _refs(value: object) -> list[tuple[str, object]]:
+    """(dataset reference, limit) of a data selection: ``"name/split"`` strings or ``{name, splits, limit}`` items."""
+    out: list[tuple[str, object]] = []
+    for item in value if isinstance(value, list) else []:
+        if isinstance(item, str):
+            out.append((item, None))
+        else:
+            out.append((f"{item['name']}/{','.join(item.get('splits') or [])}", item.get("limit")))
+    return out
+
+
+@pytest.mark.parametrize("profile", SCALED)
+def test_no_tiny_model_value_reaches_a_7b_profile(profile, tmp_path):
+    """The effective params of every shipped 7B profile (not the lent ones, whose small limits are deliberate and
+    commented) select no synthetic set and no problem limit, and replace every tiny-tuned value of params.yaml
+    (equal only where SAME_AT_EVERY_SCALE says why)."""
+    path = _params(tmp_path / "7b", profile)
+    p, full = load_params(path), _validated(path)
+    tiny = _validated(_params(tmp_path / "tiny", None, engine="local"))
+    for key in DATA_SELECTION_KEYS:
+        refs = _refs(_at(p, key))
+        assert refs, key
+        assert not [r for r, _ in refs if r.startswith("synthetic")], (key, refs)
+        assert not [r for r, lim in refs if lim is not None], (key, refs)
+    assert p["train"]["eval_sets"] == p["manifests"]["verl_val"]
+    assert set(p["train"]["train_sets"]) == set(p["manifests"]["sft_sets"]) == set(p["manifests"]["verl_train"])
+    assert p["reward_shaping"]["max_length_tokens"] == p["verl"]["max_response_length"]
+    assert p["sft"]["epochs"] < tiny["sft"]["epochs"]
+    same = [k for k in TINY_TUNED if _at(full, k) == _at(tiny, k) and k not in SAME_AT_EVERY_SCALE]
+    assert same == [], same
+
+
+def test_training_stages_refuse_a_hub_model_or_verl_without_a_profile(tmp_path):
+    """engine verl or a model other than the tiny one, with no profile: the training stages stop with one line naming
+    the file and the keys (params.yaml's values are the tiny CPU model's); a selected profile, even a partial one,
+    or the tiny model on the local engine pass."""
+    path = tmp_path / "params.yaml"
+    for params, what in (({"engine": "verl"}, "engine=verl"),
+                         ({"model": {"name": "Qwen/Qwen2.5-Coder-7B-Instruct"}}, "model.name='Qwen/")):
+        with pytest.raises(ConfigError, match=rf"params\.yaml: {re.escape(what)}.*no scale profile.*"
+                                              r"sft\.learning_rate.*profile=profiles/qwen7b_4xh100\.yaml") as exc:
+            require_scale_profile(params, path)
+        assert "\n" not in str(exc.value)
+    require_scale_profile({"engine": "local", "model": {"name": "tiny"}}, path)
+    require_scale_profile({}, path)
+    require_scale_profile({"engine": "verl", "profile": "p.yaml"}, path)
+    # the stages call it: the sft stage with a hub model and no profile stops before loading anything
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    spec = importlib.util.spec_from_file_location("sft_stage_noprofile", ROOT / "stages" / "sft.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path.write_text("model: {name: Qwen/Qwen2.5-Coder-7B-Instruct}\nprofile:\n")
+    res = CliRunner().invoke(mod.main, ["--params", str(path), "--problems-dir", str(tmp_path / "none")])
+    assert res.exit_code != 0 and "no scale profile" in res.output, res.output
 
 
 def test_7b_profile_effective_verl_and_trl_config(tmp_path):
@@ -183,13 +282,18 @@ def test_profile_errors_name_the_file(tmp_path):
 def test_scale_keys_exist_in_the_schemas():
     """Every SCALE_KEYS entry names a real field (a typo would make completeness vacuous)."""
     from rlvr.eval.baseline import BaselineParams
+    from rlvr.eval.final_params import EvalParams
+    from rlvr.model.params import ModelParams
+    from rlvr.reward.modes import RewardShaping
     from rlvr.train.local.common import TrainCommon
 
     models = {"sft": SFTParams, "dpo": DPOParams, "grpo": GRPOParams, "verl": VerlParams, "repair": RepairParams,
-              "baseline": BaselineParams, "train": TrainCommon}
+              "baseline": BaselineParams, "train": TrainCommon, "eval": EvalParams, "reward_shaping": RewardShaping,
+              "model": ModelParams}
+    assert set(DATA_SELECTION_KEYS) <= set(SCALE_KEYS)
     for key in SCALE_KEYS:
         section, *rest = key.split(".")
-        if section in ("model", "eval", "engine"):
+        if section == "engine":
             continue
         model = models[section]
         for part in rest:

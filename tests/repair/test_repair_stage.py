@@ -100,9 +100,10 @@ def test_verl_repair_without_steps_still_writes_its_declared_curves(tmp_path):
     write_problems(tmp_path / "problems" / "synthetic.jsonl", generate_from_params(syn))
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "config.json").write_text("{}")
+    (tmp_path / "partial.yaml").write_text("complete: false\n")  # engine verl needs a selected profile
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({
-        "engine": "verl", "train": {"train_sets": ["synthetic/train"]},
+        "engine": "verl", "profile": "partial.yaml", "train": {"train_sets": ["synthetic/train"]},
         "repair": {"datasets": [{"name": "synthetic"}], "train": {"max_steps": 0, "warmup_epochs": 0}}}))
     spec = importlib.util.spec_from_file_location("repair_stage_t", ROOT / "stages" / "repair.py")
     mod = importlib.util.module_from_spec(spec)

@@ -27,6 +27,7 @@ def _stage(name):
 
 PARAMS = f"""\
 engine: verl
+profile: partial.yaml
 reward: sparse
 seeds: [1]
 train: {{train_sets: [synthetic/train], eval_sets: [synthetic/dev]}}
@@ -41,6 +42,9 @@ def env(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
     (tmp_path / "params.yaml").write_text(PARAMS)
+    # engine verl needs a selected scale profile (rlvr.config.profiles.require_scale_profile): a partial one that sets
+    # nothing, so this file's small values and verl.profile's hardware recipe are what the stages read
+    (tmp_path / "partial.yaml").write_text("complete: false\n")
     write_problems(tmp_path / "problems" / "synthetic.jsonl", small_family())
     return tmp_path
 
