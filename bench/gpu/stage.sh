@@ -5,15 +5,22 @@
 #   here:  bash bench/gpu/stage.sh split WHEEL_DIR PARTS_DIR [PART_MIB]   # PARTS_DIR/p01 ... each <= PART_MIB (50)
 #   there: bash bench/gpu/stage.sh receive PARTS_DIR/pNN                   # copy one part into $STAGE (/root/wheels)
 #   there: bash bench/gpu/stage.sh install                                 # join, sha256-check, pip install to $SITE
+#   there: bash bench/gpu/stage.sh check-image                             # (run by install first) the image is the one
+#                                                                          #   the lock was resolved for
 #
 # Large wheels are cut with `split -b` into pieces named <wheel>.part-NN and joined with `cat` in name order. The
 # install is offline (`pip install --no-index --no-deps --target $SITE`, default /root/site); put $SITE first on
-# PYTHONPATH. Every wheel's sha256 is checked against wheels.txt before installing.
+# PYTHONPATH. Every wheel's sha256 is checked against wheels.txt before installing. Before that, `check-image` stops
+# with one line naming the package when the machine's python3 is not CPython $TARGET_PY (3.12: the wheels are cp312)
+# or its image (PYTHONPATH unset) has another version of a package machine_pkgs.txt pins (`name==version`): the lock
+# carries only what that image lacks, so another image needs a re-lock (docs/training/gpu.md). Unpinned names that
+# are missing only warn (their versions were never recorded; see machine_pkgs.txt).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 STAGE="${STAGE:-/root/wheels}"
 SITE="${SITE:-/root/site}"
-cmd="${1:?usage: stage.sh split|receive|install ...}"
+TARGET_PY="${TARGET_PY:-3.12}"
+cmd="${1:?usage: stage.sh split|receive|install|check-image ...}"
 case "$cmd" in
 split)
   src="${2:?wheel dir}"; out="${3:?parts dir}"; mib="${4:-50}"
@@ -51,7 +58,41 @@ receive)
   part="${2:?part dir}"; mkdir -p "$STAGE"; cp "$part"/* "$STAGE"/
   echo "received $(ls "$part" | wc -l) files; $STAGE holds $(du -sm "$STAGE" | cut -f1) MiB"
   ;;
+check-image)
+  env -u PYTHONPATH python3 - "$HERE/machine_pkgs.txt" "$TARGET_PY" <<'PY'
+import importlib.metadata as md
+import sys
+
+try:
+    from packaging.specifiers import SpecifierSet
+except ImportError:  # pip vendors packaging
+    from pip._vendor.packaging.specifiers import SpecifierSet
+pkgs, target = sys.argv[1], sys.argv[2]
+have_py = "%d.%d" % sys.version_info[:2]
+if have_py != target:
+    sys.exit(f"stage.sh: python3 is {sys.version.split()[0]}, the lock (wheels.txt) is for CPython {target}")
+redo = "regenerate machine_pkgs.txt with `pip list --format=freeze` here and re-run resolve.py (docs/training/gpu.md)"
+missing = []
+for line in open(pkgs, encoding="utf-8"):
+    if line.startswith("#") or not line.strip():
+        continue
+    name, _, pin = line.strip().partition("==")
+    try:
+        version = md.version(name)
+    except md.PackageNotFoundError:
+        if pin:
+            sys.exit(f"stage.sh: the image lacks {name} (machine_pkgs.txt pins {name}=={pin}); {redo}")
+        missing.append(name)
+        continue
+    if pin and not SpecifierSet(f"=={pin}").contains(version, prereleases=True):
+        sys.exit(f"stage.sh: the image has {name} {version}, machine_pkgs.txt pins {name}=={pin}; {redo}")
+if missing:
+    print(f"stage.sh: warning: not on this image (unpinned in machine_pkgs.txt): {' '.join(missing)}", file=sys.stderr)
+print(f"image checked: CPython {have_py}, every pin in machine_pkgs.txt matches")
+PY
+  ;;
 install)
+  bash "$HERE/stage.sh" check-image
   cd "$STAGE"
   for first in *.part-00; do
     [ -e "$first" ] || continue
