@@ -53,7 +53,9 @@ class RepairParams(EnvConfig, BackendParams):
     RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training). ``turn_tokens``: tokens
     per assistant turn under the verl engine (``None``: ``verl.max_response_length`` covers the whole episode); the
     episode budget (verl ``data.max_response_length``) is then ``turns x turn_tokens`` plus ``turns - 1`` tool answers
-    of at most ``feedback_chars`` characters each (a token is at least one character)."""
+    of at most ``feedback_chars`` characters each (a token is at least one character), and each assistant turn is
+    capped at ``min(turn_tokens, tokens left in the episode)`` by the agent loop
+    (:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`)."""
 
     datasets: list[DatasetSelection]
     backend: Literal["hf", "openai", "vllm", "samples"] = "hf"

@@ -26,7 +26,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     ``$RLVR_CACHE_DIR/train/repair/<key>``: ``data/{train,val}.parquet``
     (:func:`rlvr.repair.verl_tool.write_repair_parquet`), ``tool_config.yaml``
     (:func:`~rlvr.repair.verl_tool.write_tool_config`), ``agent_loops.yaml``
-    (:func:`~rlvr.repair.verl_tool.write_agent_loop_config`), ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO
+    (:func:`~rlvr.repair.verl_tool.write_agent_loop_config`, with ``cfg.turn_tokens``: the agent loop caps every
+    assistant turn at that many tokens), ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO
     overrides of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden
     verdict, plus :func:`rlvr.repair.verl_tool.repair_overrides`). Then launches ``python -m verl.trainer.main_ppo``
     through ``runner`` (:func:`rlvr.train.verl.launch.launch`; ``None``: :func:`rlvr.train.verl.launch.run_teed`;
@@ -36,8 +37,10 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
     (:func:`rlvr.train.verl.launch.propagated_env`, :func:`rlvr.train.verl.launch.worker_env`). ``reward_shaping``:
     the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository.
-    Returns ``{engine, method, steps, checkpoint, reward_first,
-    reward_last}``.
+    Before launching, it prints the attention backend (:func:`rlvr.train.verl.launch.log_attention`) to stderr.
+    Returns ``{engine, method, attention: {attn_implementation, use_remove_padding}
+    (:func:`rlvr.train.verl.overrides.resolve_attention` of the profile, as for ``run_grpo_verl``), steps, checkpoint,
+    reward_first, reward_last}``.
     Raises ``subprocess.CalledProcessError`` when verl fails (:class:`rlvr.reward.step_guard.JudgeDied` when the judge
     step guard stopped it), ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
@@ -45,7 +48,14 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.train.local.common import run_dir
     from rlvr.train.verl import launch as vlaunch
     from rlvr.train.verl import logs as vlogs
-    from rlvr.train.verl.overrides import VerlParams, grpo_command, grpo_overrides, load_profile, write_overrides
+    from rlvr.train.verl.overrides import (
+        VerlParams,
+        grpo_command,
+        grpo_overrides,
+        load_profile,
+        resolve_attention,
+        write_overrides,
+    )
 
     runner = runner or vlaunch.run_teed
     vcfg = load_section("verl", VerlParams, params_path)
@@ -61,7 +71,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     write_repair_parquet(val or train, env, val_f)
     tools = write_tool_config(run / "tool_config.yaml", env, judge_pool=vcfg.judge_pool,
                               judge_pool_workers=vcfg.judge_pool_workers, judge_pool_shards=vcfg.judge_pool_shards)
-    loops = write_agent_loop_config(run / "agent_loops.yaml")
+    loops = write_agent_loop_config(run / "agent_loops.yaml", turn_tokens=getattr(cfg, "turn_tokens", None))
     log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
     overrides = grpo_overrides(
@@ -74,6 +84,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
+    vlaunch.log_attention(hw)
     if check == "default":
         check = vlaunch.preflight
     if check is not None:
@@ -83,6 +94,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
+    attn, rmpad = resolve_attention(hw)
     return {"engine": "verl", "method": "verl tool agent loop (run_tests tool, final-answer reward)",
+            "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
             "steps": rows[-1]["step"] if rows else 0, "checkpoint": vlaunch.portable_path(ckpt, run),
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

@@ -107,10 +107,41 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
     "Failed to decode tool call" and ends the episode as if the turn were a final answer). A call that parsed but was
     not run because the turn or length budget ended the episode is not a failure. The count reaches the reward's
     ``extra_info`` (verl merges ``extra_fields`` into it), which reports it per sample (``tool_parse_failures``), and
-    :mod:`rlvr.train.verl.logs` sums it per step."""
+    :mod:`rlvr.train.verl.logs` sums it per step.
+
+    ``turn_tokens`` (``repair.turn_tokens``; a key of our agent-loop config, :func:`agent_loop_config`, which verl's
+    ``AgentLoopWorker._run_agent_loop`` passes to the constructor through ``hydra.utils.instantiate``): the token
+    budget of every assistant turn. verl 0.9.1 has none: ``AgentLoopWorker.generate_sequences``
+    (``experimental/agent_loop/agent_loop.py``) builds sampling params without ``max_tokens``, ``ToolAgentLoop``
+    passes them on unchanged, and the vLLM server (``vLLMHttpServer.generate``,
+    ``workers/rollout/vllm_rollout/vllm_async_server.py``) then lets a turn run to ``min(response_length,
+    prompt_length + response_length - len(context))``, the whole rest of the episode. An explicit ``max_tokens`` it
+    honours (clamped to the model's context); so each turn here asks for ``min(turn_tokens, response_length - tokens
+    of the response so far)`` (:meth:`turn_max_tokens`). ``None``: verl's default."""
+
+    def __init__(self, *args: Any, turn_tokens: int | None = None, **kwargs: Any) -> None:
+        if turn_tokens is not None and int(turn_tokens) < 1:
+            raise ValueError(f"FinalAnswerAgentLoop: turn_tokens must be >= 1, got {turn_tokens}")
+        super().__init__(*args, **kwargs)
+        self.turn_tokens = None if turn_tokens is None else int(turn_tokens)
+
+    def turn_max_tokens(self, agent_data: AgentData, sampling_params: dict[str, Any]) -> int | None:
+        """The ``max_tokens`` of the next assistant turn: ``min(turn_tokens, response_length - len(response so
+        far))`` tokens (the response so far: every earlier turn and tool answer, ``agent_data.response_mask``), and
+        at most a ``max_tokens``/``max_new_tokens`` the caller already set; at least 1 (verl's servers reject less;
+        ``ToolAgentLoop`` ends the episode before a turn with no budget left). ``None`` without ``turn_tokens``."""
+        if self.turn_tokens is None:
+            return None
+        caps = [self.turn_tokens, self.response_length - len(agent_data.response_mask)]
+        caps += [int(sampling_params[k]) for k in ("max_tokens", "max_new_tokens") if sampling_params.get(k)]
+        return max(1, min(caps))
 
     async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
                                        ignore_termination: bool = False) -> AgentState:
+        cap = self.turn_max_tokens(agent_data, sampling_params)
+        if cap is not None:  # vLLM reads max_tokens first, SGLang max_new_tokens: leave only the one
+            sampling_params = {**{k: v for k, v in sampling_params.items() if k != "max_new_tokens"},
+                               "max_tokens": cap}
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         ids = list(agent_data.response_ids)
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
@@ -134,14 +165,21 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
         return state
 
 
-def agent_loop_config() -> list[dict[str, str]]:
-    """verl's agent-loop config (``rollout.agent.agent_loop_config_path``): ``[{name: AGENT_NAME, _target_: …}]``."""
-    return [{"name": AGENT_NAME, "_target_": f"{__name__}.{FinalAnswerAgentLoop.__qualname__}"}]
+def agent_loop_config(turn_tokens: int | None = None) -> list[dict[str, Any]]:
+    """verl's agent-loop config (``rollout.agent.agent_loop_config_path``): ``[{name: AGENT_NAME, _target_: …}]``,
+    plus ``turn_tokens`` (tokens per assistant turn, :class:`FinalAnswerAgentLoop`) when given: verl's
+    ``AgentLoopWorker`` loads the file with OmegaConf and instantiates the entry with ``hydra.utils.instantiate``
+    (``experimental/agent_loop/agent_loop.py``), so the entry's keys reach the constructor as keyword arguments."""
+    entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": f"{__name__}.{FinalAnswerAgentLoop.__qualname__}"}
+    if turn_tokens is not None:
+        entry["turn_tokens"] = int(turn_tokens)
+    return [entry]
 
 
-def write_agent_loop_config(path: str | Path) -> Path:
-    """Write :func:`agent_loop_config` as YAML to ``path`` atomically; returns the path."""
-    atomic_write_text(path, yaml.safe_dump(agent_loop_config(), sort_keys=False))
+def write_agent_loop_config(path: str | Path, turn_tokens: int | None = None) -> Path:
+    """Write :func:`agent_loop_config` (``turn_tokens`` passed on) as YAML to ``path`` atomically; returns the
+    path."""
+    atomic_write_text(path, yaml.safe_dump(agent_loop_config(turn_tokens), sort_keys=False))
     return Path(path)
 
 

@@ -186,3 +186,42 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     hid = from_ground_truth(rows[0]["reward_model"]["ground_truth"])
     assert len(vis.tests) == 1 and len(hid.tests) == 2 and vis.tests[0] not in hid.tests
     assert (tmp_path / "models" / "repair" / "verl_overrides.txt").is_file() and (tmp_path / "curves.tsv").is_file()
+
+
+def test_verl_repair_records_attention_and_passes_the_turn_budget(tmp_path, monkeypatch, capsys):
+    """Under verl the repair stage logs the attention backend and records it in its metrics (provenance, as the
+    grpo stage does), and ``repair.turn_tokens`` reaches the agent loop's config, not only the episode size."""
+    pytest.importorskip("verl")
+    pytest.importorskip("hydra")
+    sys.path.insert(0, str(ROOT / "tests" / "train"))
+    from test_verl_launch import STEPS, FakeRunner
+
+    from rlvr.data.synthetic import generate
+    from rlvr.generate import SamplingParams
+    from rlvr.layout import split_metrics
+    from rlvr.repair.eval import RepairParams
+    from rlvr.repair.verl_run import run_repair_verl
+    from rlvr.train.verl.overrides import load_profile, resolve_attention
+
+    monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
+    profile = ROOT / "profiles" / "qwen7b_8xh100.yaml"
+    params = tmp_path / "params.yaml"
+    params.write_text(f"verl: {{profile: {profile}, train_batch_size: 16, ppo_mini_batch_size: 8}}\n")
+    cfg = RepairParams(datasets=[], turns=3, feedback_chars=500, turn_tokens=256,
+                       sampling=SamplingParams(max_new_tokens=256),
+                       train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8,
+                                               rollout_max_new_tokens=256))
+    problems = generate(templates=["add"], n_tests=3)
+    runner = FakeRunner(STEPS)
+    m = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
+                        tmp_path / "curves.tsv", runner=runner, check=None)
+    attn, rmpad = resolve_attention(load_profile(str(profile)))
+    assert m["attention"] == {"attn_implementation": attn, "use_remove_padding": rmpad}
+    assert f"verl attention: {attn} (use_remove_padding={rmpad})" in capsys.readouterr().err
+    scores, _, prov = split_metrics({"training": {"engine": "verl", **m}})  # the stage's report["training"]
+    assert prov["training"]["attention"] == m["attention"] and "training" not in scores
+    argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
+    key = "actor_rollout_ref.rollout.agent.agent_loop_config_path="
+    loops = next(a.removeprefix(key) for a in argv if a.startswith(key))
+    assert yaml.safe_load(Path(loops).read_text())[0]["turn_tokens"] == 256
+    assert "data.max_response_length=1768" in argv  # 3 x 256 + 2 x 500: the episode

@@ -109,9 +109,45 @@ class _ScriptedServer:
         return TokenOutput(token_ids=[*self.tok.encode(text, add_special_tokens=False), self.tok.eos_token_id])
 
 
-def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096):
+class _BudgetServer:
+    """verl's LLM server client over a policy that never stops by itself: every turn is ``reply`` (a tool call)
+    followed by endless filler, cut at the turn's token limit as verl 0.9.1's vLLM server computes it
+    (``vLLMHttpServer.generate``, workers/rollout/vllm_rollout/vllm_async_server.py: an explicit ``max_tokens``, else
+    ``max_new_tokens``, else ``min(response_length, prompt_length + response_length - len(prompt_ids))``; then
+    clamped to ``[1, max_model_len - len(prompt_ids)]``). Records each turn's limit and token count."""
+
+    def __init__(self, tok, reply: str, prompt_length: int, response_length: int) -> None:
+        self.tok, self.prompt_length, self.response_length = tok, prompt_length, response_length
+        self.tokens = tok.encode(reply, add_special_tokens=False)
+        self.filler = tok.encode(" filler", add_special_tokens=False)
+        self.limits: list[int] = []
+        self.lengths: list[int] = []
+
+    async def generate(self, request_id, prompt_ids, sampling_params, **kwargs):
+        from verl.workers.rollout.replica import TokenOutput
+
+        sp = dict(sampling_params)
+        if "max_tokens" in sp:
+            limit = sp.pop("max_tokens")
+        elif "max_new_tokens" in sp:
+            limit = sp.pop("max_new_tokens")
+        else:
+            limit = min(self.response_length, self.prompt_length + self.response_length - len(prompt_ids))
+        limit = max(1, min(limit, self.prompt_length + self.response_length - len(prompt_ids)))
+        out = list(self.tokens)
+        while len(out) < limit:
+            out += self.filler
+        self.limits.append(limit)
+        self.lengths.append(len(out[:limit]))
+        return TokenOutput(token_ids=out[:limit], stop_reason="length")
+
+
+def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096, server=None, turn_tokens=None,
+                    prompt_length=1024):
     """One episode through verl's own agent-loop machinery: the loop class comes from our agent-loop config the way
-    verl's AgentLoopWorker instantiates it (hydra ``_target_``), with our tools from the tool config."""
+    verl's AgentLoopWorker instantiates it (hydra ``_target_``), with our tools from the tool config. ``server``:
+    the LLM server client (default: :class:`_ScriptedServer` over ``replies``); ``turn_tokens``: written into the
+    agent-loop config as the repair launch writes it."""
     import hydra
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
@@ -119,10 +155,10 @@ def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096):
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     tools = initialize_tools_from_config(str(verl_tool.write_tool_config(tmp_path / "tools.yaml", cfg)))
-    (loop_cfg,) = OmegaConf.load(verl_tool.write_agent_loop_config(tmp_path / "loops.yaml"))
+    (loop_cfg,) = OmegaConf.load(verl_tool.write_agent_loop_config(tmp_path / "loops.yaml", turn_tokens))
     assert loop_cfg.name == verl_tool.AGENT_NAME
     conf = OmegaConf.create({"actor_rollout_ref": {"rollout": {
-        "prompt_length": 1024, "response_length": response_length, "full_determinism": False,
+        "prompt_length": prompt_length, "response_length": response_length, "full_determinism": False,
         "multi_turn": {"max_user_turns": cfg.turns, "max_assistant_turns": cfg.turns, "max_parallel_calls": 1,
                        "max_tool_response_length": cfg.feedback_chars, "tool_response_truncate_side": "middle",
                        "format": cfg.tool_format}}}})
@@ -130,7 +166,8 @@ def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096):
 
     async def go():
         loop = hydra.utils.instantiate(loop_cfg, trainer_config=DictConfigWrap(conf),
-                                       server_manager=_ScriptedServer(tok, replies), tokenizer=tok, processor=None,
+                                       server_manager=server or _ScriptedServer(tok, replies), tokenizer=tok,
+                                       processor=None,
                                        hf_model_type="qwen2", dataset_cls=RLHFDataset,
                                        data_config=DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap(tools))
         loop.loop = asyncio.get_running_loop()
@@ -190,3 +227,54 @@ def test_agent_loop_final_answer_is_cut_with_the_response(tmp_path, monkeypatch)
     final = out.extra_fields[verl_tool.FINAL_ANSWER_KEY]
     assert len(out.response_ids) == 12 and final == tok.decode(out.response_ids, skip_special_tokens=True)
     assert final and len(final) < len(answer)
+
+
+def test_agent_loop_caps_every_turn_at_turn_tokens(tmp_path, monkeypatch):
+    """``repair.turn_tokens`` is a per-turn budget under verl too: with the episode sized as the repair launch sizes
+    it (``turns x turn_tokens`` plus the tool answers), a policy that never stops gets ``turn_tokens`` per assistant
+    turn and keeps all its turns. verl's own default lets the first turn take the whole episode (one turn of
+    ``response_length`` tokens, no retry)."""
+    from rlvr.model import build_tokenizer
+
+    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # run_tests answers wrong_answer: the policy retries
+    turn_tokens, cfg = 48, EnvConfig(turns=3, feedback_chars=300)
+    call = verl_tool.tool_call_text("run_tests", {"code": "print(1)"}, cfg.tool_format)
+    tok = build_tokenizer([call, " filler" * 50, "Echo. wrong Fix it. Your output"] * 20, vocab_size=400)
+    assert len(tok.encode(call, add_special_tokens=False)) < turn_tokens  # the call fits a turn
+    response_length = cfg.turns * turn_tokens + (cfg.turns - 1) * cfg.feedback_chars  # rlvr.repair.verl_run
+    server = _BudgetServer(tok, call, 1024, response_length)
+    out, _ = _run_agent_loop(tmp_path, tok, [], cfg, _problem(), response_length=response_length, server=server,
+                             turn_tokens=turn_tokens)
+    assert len(server.lengths) == cfg.turns, server.lengths  # every turn ran: none ate the episode
+    assert all(n <= turn_tokens for n in server.limits + server.lengths), (server.limits, server.lengths)
+    assert out.num_turns == 2 * cfg.turns  # prompt, 3 assistant turns, 2 tool answers
+    assert sum(out.response_mask) <= cfg.turns * turn_tokens and len(out.response_ids) <= response_length
+
+
+def test_turn_budget_never_passes_the_episode_budget(tmp_path, monkeypatch):
+    """A turn asks for at most what is left of ``rollout.response_length``: with a budget smaller than
+    ``turns x turn_tokens``, the last turn gets the rest and the response is not cut by verl afterwards."""
+    from rlvr.model import build_tokenizer
+
+    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())
+    turn_tokens, cfg = 48, EnvConfig(turns=3, feedback_chars=300)
+    call = verl_tool.tool_call_text("run_tests", {"code": "print(1)"}, cfg.tool_format)
+    tok = build_tokenizer([call, " filler" * 50, "Echo. wrong Fix it. Your output"] * 20, vocab_size=400)
+    server = _BudgetServer(tok, call, 1024, 10_000)
+    first, _ = _run_agent_loop(tmp_path, tok, [], cfg, _problem(), response_length=10_000, server=server,
+                               turn_tokens=turn_tokens)
+    used = len(first.response_ids) - server.lengths[-1]  # everything before the last turn
+    response_length = used + 10  # the last turn has 10 tokens left
+    server = _BudgetServer(tok, call, 1024, response_length)
+    out, _ = _run_agent_loop(tmp_path, tok, [], cfg, _problem(), response_length=response_length, server=server,
+                             turn_tokens=turn_tokens)
+    assert server.limits == [turn_tokens, turn_tokens, 10]
+    assert len(out.response_ids) == response_length
+
+
+def test_agent_loop_config_carries_the_turn_budget(tmp_path):
+    """``turn_tokens`` is written into the agent-loop config only when set, and a bad one is refused by the loop."""
+    assert "turn_tokens" not in verl_tool.agent_loop_config()[0]
+    assert verl_tool.agent_loop_config(768)[0]["turn_tokens"] == 768
+    with pytest.raises(ValueError, match="turn_tokens"):
+        verl_tool.FinalAnswerAgentLoop.__init__(object.__new__(verl_tool.FinalAnswerAgentLoop), turn_tokens=0)
