@@ -99,11 +99,10 @@ def test_unscored_samples_are_left_out_of_the_group():
 
 
 def test_worker_setup_registers_the_estimator(monkeypatch):
+    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     from rlvr.train.verl import compat
-
-    from verl.experimental.agent_loop.agent_loop import AgentLoopWorker
 
     monkeypatch.setattr(compat, "patch_verl", lambda: False)  # leave verl unpatched for the other tests
     monkeypatch.setattr(AgentLoopWorker, "_compute_score", AgentLoopWorker._compute_score)
