@@ -212,9 +212,12 @@ def compute_score(
             :class:`RewardShaping` fields) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
             ``judge_log`` (a folder): append the sample's judge seconds there (:mod:`rlvr.reward.judge_log`, the
             source of the curves' ``judge_s`` column). ``mask_excluded`` (bool): an excluded sandbox error
-            (``reward_shaping.sandbox_error: exclude``) scores NaN instead of 0.0, which the ``rlvr_grpo``
-            advantage estimator (:mod:`rlvr.train.verl.advantage`) leaves out of its group's baseline and gives
-            advantage 0; only set it together with that estimator. Other keys (verl's ``reward_router_address`` …)
+            (``reward_shaping.sandbox_error: exclude``) scores NaN instead of 0.0: verl's agent loop, patched by
+            :func:`rlvr.train.verl.mask.patch_agent_loop`, then stores the sample with ``response_mask`` =
+            ``loss_mask`` all 0 (out of the policy-gradient, entropy and KL terms of ``ppo_loss`` and out of the
+            token-mean normaliser), and the ``rlvr_grpo`` advantage estimator (:mod:`rlvr.train.verl.advantage`)
+            leaves it out of its group's baseline and gives it advantage 0; only set it together with that
+            estimator. Other keys (verl's ``reward_router_address`` …)
             are ignored. ``judge_pool`` (``node``/``process``) and ``judge_pool_workers``: see
             :func:`use_node_pool`. Inside Ray every call is also counted for the estimator's per-step dead-judge
             guard (:mod:`rlvr.reward.step_guard`).

@@ -5,11 +5,16 @@ TRL 1.16 turns a ``None`` reward into NaN, computes the group mean/std with ``na
 completion advantage 0 (``GRPOTrainer._generate_and_score_completions``). verl 0.9.1's reward managers need a float,
 so :func:`rlvr.reward.verl.compute_score` (reward kwarg ``mask_excluded``) scores such a sample NaN and this estimator,
 registered under verl's ``register_adv_est`` and selected with ``algorithm.adv_estimator=rlvr_grpo``, does what TRL
-does: per group (verl's ``uid``), mean and std over the scored samples only; the unscored ones get advantage 0, so
-they add nothing to the policy-gradient loss (their tokens still count in the loss's normaliser and in the KL and
-entropy terms, as any zero-advantage sample's do). A group with no scored sample, or only one scored sample of
-several, has no baseline and all its advantages are 0. Without a NaN in the batch it returns verl's own
-``compute_grpo_outcome_advantage`` unchanged.
+does: per group (verl's ``uid``), mean and std over the scored samples only; the unscored ones get advantage 0. A
+group with no scored sample, or only one scored sample of several, has no baseline and all its advantages are 0.
+Without a NaN in the batch it returns verl's own ``compute_grpo_outcome_advantage`` unchanged.
+
+Advantage 0 alone would leave an unscored sample's tokens in the loss (the token-mean normaliser, the KL and entropy
+terms), and this estimator cannot mask them: verl's v1 ``TrainerBase._compute_advantage`` passes it a padded copy of
+``response_mask`` read from TransferQueue and writes back only ``advantages``/``returns``, while the actor's
+``ppo_loss`` reads ``response_mask`` and the FSDP engine's normaliser ``loss_mask`` from TransferQueue. They are masked
+earlier, where verl's agent loop stores the sample: :mod:`rlvr.train.verl.mask` (``response_mask`` = ``loss_mask``
+all 0 for a NaN score, as verl's own padding rows). The NaN reward on its last token still marks the sample here.
 
 verl 0.9.1 calls it from ``verl.trainer.ppo.ray_trainer.compute_advantage`` (via the v1 trainer's
 ``compute_advantage_for_multi_trajectories``, which hands any estimator but ``grpo`` the whole batch) as

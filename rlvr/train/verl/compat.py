@@ -57,10 +57,12 @@ def patch_verl() -> bool:
 
 def worker_setup() -> None:
     """Ray ``worker_process_setup_hook`` (:data:`RAY_HOOK_OVERRIDE`): :func:`patch_verl` in each Ray worker process,
-    and register rlvr's advantage estimator ``rlvr_grpo`` (:mod:`rlvr.train.verl.advantage`) with verl, so the
-    ``TaskRunner`` that computes advantages finds it."""
+    register rlvr's advantage estimator ``rlvr_grpo`` (:mod:`rlvr.train.verl.advantage`) with verl, so the
+    ``TaskRunner`` that computes advantages finds it, and make verl's agent-loop workers mask unscored (NaN-reward)
+    samples out of the loss (:func:`rlvr.train.verl.mask.patch_agent_loop`)."""
     patch_verl()
     importlib.import_module("rlvr.train.verl.advantage")
+    importlib.import_module("rlvr.train.verl.mask").patch_agent_loop()
 
 
 def main(argv: Sequence[str] | None = None) -> None:
