@@ -52,8 +52,9 @@ class RepairParams(EnvConfig, BackendParams):
     settings: :class:`rlvr.eval.backend.BackendParams`. ``train``: the repair training (:class:`rlvr.train.local.repair.
     RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training). ``turn_tokens``: tokens
     per assistant turn under the verl engine (``None``: ``verl.max_response_length`` covers the whole episode); the
-    episode budget (verl ``data.max_response_length``) is then ``turns x turn_tokens`` plus ``turns - 1`` tool answers
-    of at most ``feedback_chars`` characters each (a token is at least one character), and each assistant turn is
+    episode budget (verl ``data.max_response_length``) is then :func:`rlvr.repair.verl_tool.episode_budget`: every
+    assistant turn (``turns``, plus ``max_tool_calls`` in interpreter mode) x ``turn_tokens``, plus a tool answer of at
+    most ``feedback_chars`` characters after each but the last, and each assistant turn is
     capped at ``min(turn_tokens, tokens left in the episode)`` by the agent loop
     (:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`)."""
 

@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.data.schema import Problem
-from rlvr.repair.verl_tool import repair_overrides, write_agent_loop_config, write_repair_parquet, write_tool_config
+from rlvr.repair.verl_tool import (
+    episode_budget,
+    repair_overrides,
+    write_agent_loop_config,
+    write_repair_parquet,
+    write_tool_config,
+)
 
 __all__ = ["run_repair_verl"]
 
@@ -61,8 +67,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     vcfg = load_section("verl", VerlParams, params_path)
     hw = load_profile(vcfg.profile)
     if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
-        budget = cfg.turns * cfg.turn_tokens + (cfg.turns - 1) * cfg.feedback_chars
-        vcfg = vcfg.model_copy(update={"max_response_length": budget})
+        vcfg = vcfg.model_copy(update={"max_response_length": episode_budget(cfg.env(), cfg.turn_tokens)})
     env = cfg.env()
     run = run_dir("repair", {"engine": "verl", "train": cfg.train.model_dump(), "env": env.model_dump(mode="json"),
                              "verl": vcfg.model_dump()}, model_path)

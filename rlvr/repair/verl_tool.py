@@ -49,9 +49,9 @@ from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
 from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
 
 __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
-           "accepted_feedback", "agent_loop_config", "repair_overrides", "repair_row_fields", "repair_tool_config",
-           "repair_verl_rows", "tool_call_text", "write_agent_loop_config", "write_repair_parquet",
-           "write_tool_config"]
+           "accepted_feedback", "agent_loop_config", "episode_budget", "repair_overrides", "repair_row_fields",
+           "repair_tool_config", "repair_verl_rows", "tool_call_text", "write_agent_loop_config",
+           "write_repair_parquet", "write_tool_config"]
 
 _JUDGE: Any = None
 AGENT_NAME = "rlvr_tool_agent"
@@ -302,6 +302,20 @@ def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | No
     atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty, judge_pool, judge_pool_workers,
                                                               judge_pool_shards), sort_keys=False))
     return Path(path)
+
+
+def episode_budget(cfg: EnvConfig, turn_tokens: int) -> int:
+    """The episode's response budget in tokens (verl's ``data.max_response_length``, which holds every assistant turn
+    and every tool answer of a multi-turn episode): ``assistant_turns x turn_tokens + tool_answers x
+    feedback_chars``, with ``assistant_turns`` = ``turns`` (+ ``max_tool_calls`` in interpreter mode, as
+    :func:`repair_overrides`' ``max_assistant_turns``) and ``tool_answers`` = ``assistant_turns - 1`` (a tool answer
+    follows every turn but the last). A tool answer is capped at ``feedback_chars`` characters
+    (``multi_turn.max_tool_response_length``); with byte-level BPE tokenizers an ASCII character is at most one
+    token, so for ASCII feedback this is an upper bound. Raises ``ValueError`` when ``turn_tokens`` < 1."""
+    if turn_tokens < 1:
+        raise ValueError(f"repair.turn_tokens={turn_tokens}: must be at least 1 token")
+    assistant = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
+    return assistant * turn_tokens + (assistant - 1) * cfg.feedback_chars
 
 
 def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response_chars: int | None = None,

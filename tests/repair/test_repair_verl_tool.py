@@ -278,3 +278,18 @@ def test_agent_loop_config_carries_the_turn_budget(tmp_path):
     assert verl_tool.agent_loop_config(768)[0]["turn_tokens"] == 768
     with pytest.raises(ValueError, match="turn_tokens"):
         verl_tool.FinalAnswerAgentLoop.__init__(object.__new__(verl_tool.FinalAnswerAgentLoop), turn_tokens=0)
+
+
+def test_episode_budget_counts_the_interpreters_extra_turns():
+    """Interpreter mode allows turns + max_tool_calls assistant turns (repair_overrides' max_assistant_turns): the
+    episode budget holds all of them and a tool answer after each but the last, not only the answer turns."""
+    from rlvr.repair.env import EnvConfig
+    from rlvr.repair.verl_tool import episode_budget, repair_overrides
+
+    repair = EnvConfig(turns=3, feedback_chars=500)
+    assert episode_budget(repair, 256) == 3 * 256 + 2 * 500
+    interp = EnvConfig(turns=3, mode="interpreter", max_tool_calls=2, feedback_chars=500)
+    assert "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=5" in repair_overrides("t.yaml", interp)
+    assert episode_budget(interp, 256) == 5 * 256 + 4 * 500
+    with pytest.raises(ValueError, match="turn_tokens=0"):
+        episode_budget(repair, 0)
