@@ -17,6 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rlvr.config.errors import ConfigError
+
 __all__ = [
     "SECTION_NAMES",
     "ConfigError",
@@ -31,10 +33,6 @@ __all__ = [
 ]
 
 S = TypeVar("S", bound=BaseModel)
-
-
-class ConfigError(ValueError):
-    """A ``params.yaml`` section is missing or invalid; the message names the file, section and field."""
 
 
 class Section(BaseModel):

@@ -31,6 +31,8 @@ from typing import Any
 
 import yaml
 
+from rlvr.config.errors import ConfigError
+
 __all__ = ["DATA_SECTIONS", "DATA_SELECTION_KEYS", "SCALE_KEYS", "TINY_MODEL", "ProfileError", "apply_profile",
            "check_tensor_parallel", "load_scale_profile", "missing_scale_keys", "profile_keys",
            "require_scale_profile"]
@@ -220,8 +222,6 @@ def require_scale_profile(params: dict[str, Any], where: str | Path = "params.ya
     name = (params.get("model") or {}).get("name", TINY_MODEL)
     if engine != "verl" and name == TINY_MODEL:
         return
-    from rlvr.config import ConfigError
-
     why = "engine=verl" if engine == "verl" else f"model.name={name!r}"
     raise ConfigError(f"{where}: {why} with no scale profile (profile is empty): the training stages would use "
                       "params.yaml's tiny-CPU-model values (sft.learning_rate, sft.epochs, grpo.learning_rate, "
