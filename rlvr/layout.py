@@ -49,8 +49,8 @@ SCORE_CHILD = frozenset({"lo", "hi", "mean", "std"})
 #: blocks that are provenance whatever their leaves are called (``phases``: the eval summary's copy of the per-phase
 #: files; ``eval@k``: the sampled run's full metrics, whose pass@k are already at the dataset level; breakdowns and
 #: variants of a score: ``by_template`` (the smoke profile's templates), ``by_source`` (verl's validation per data
-#: source, :func:`rlvr.train.verl.logs.validation_scores`), ``evalplus`` (base/plus tests), ``eval@budget`` (accepted
-#: within the token budget)).
+#: source, :func:`rlvr.train.verl.validation.validation_scores`), ``evalplus`` (base/plus tests), ``eval@budget``
+#: (accepted within the token budget)).
 PROVENANCE_BLOCK = frozenset({"protocol", "dataset", "verdicts", "eval@k", "phases", "training", "rollouts",
                               "by_template", "by_source", "evalplus", "eval@budget"})
 #: leaf keys that are cost: seconds (``*_s``, ``*_s_mean``/``_p95``/``_per_solved``), throughput, model FLOPs

@@ -38,7 +38,7 @@ EVAL = {"synthetic": {"accepted@1": 0.5, "pass@1": 0.5, "pass@4": 0.75, "pass_ra
                      "libraries": {"torch": "2.5.1"}}}
 TRAIN = {"dev": {"accepted@1": 0.7, "pass_ratio": 0.7, "by_template": {"add": 1.0}}, "train_loss": 1.01437,
          "train_runtime_s": 1.8, "steps": 240, "seed": 1, "reward_last": 0.4, "resumed_from_step": 240}
-#: the verl engine's GRPO summary: dev from verl's validation (rlvr.train.verl.logs.validation_scores)
+#: the verl engine's GRPO summary: dev from verl's validation (rlvr.train.verl.validation.validation_scores)
 VERL_TRAIN = {"engine": "verl", "steps": 2, "reward_last": 0.75,
               "dev": {"accepted@1": 0.6, "pass_ratio": 0.7, "n": 10, "step": 2,
                       "by_source": {"mbpp_reg": {"accepted@1": 0.6, "pass_ratio": 0.7, "n": 10}}}}

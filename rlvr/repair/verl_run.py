@@ -62,6 +62,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         resolve_attention,
         write_overrides,
     )
+    from rlvr.train.verl.record import portable_path
 
     runner = runner or vlaunch.run_teed
     vcfg = load_section("verl", VerlParams, params_path)
@@ -102,5 +103,5 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     attn, rmpad = resolve_attention(hw)
     return {"engine": "verl", "method": "verl tool agent loop (run_tests tool, final-answer reward)",
             "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
-            "steps": rows[-1]["step"] if rows else 0, "checkpoint": vlaunch.portable_path(ckpt, run),
+            "steps": rows[-1]["step"] if rows else 0, "checkpoint": portable_path(ckpt, run),
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

@@ -15,6 +15,7 @@ from rlvr.layout import COST_KEY, read_curves
 from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
 from rlvr.train.verl import logs as vlogs
+from rlvr.train.verl import validation as vvalid
 from rlvr.train.verl.launch import launch, run_grpo_verl, run_sft_verl, run_teed
 from rlvr.train.verl.merge import latest_checkpoint, merge_command
 from rlvr.train.verl.overrides import VerlParams
@@ -333,8 +334,8 @@ def test_the_verl_entry_points_launch_through_run_teed():
 def test_portable_overrides_follow_the_inputs_not_the_machine(tmp_path):
     """Two machines with another repository path, cache folder, judge URL, settings and attempt write the same record;
     only whole paths are replaced (a sibling folder sharing the repository's prefix is kept; a root of / is not one)."""
-    from rlvr.train.verl.launch import portable_overrides
     from rlvr.train.verl.mapping import ray_env_override
+    from rlvr.train.verl.record import portable_overrides
 
     def record(root, run, env, attempt):
         return portable_overrides([
@@ -419,28 +420,29 @@ def test_validation_scores_are_the_last_validation_weighted_by_rows(tmp_path):
     log2 = tmp_path / "attempt-2.jsonl"
     _file_log(str(log2), {2: VAL_STEPS[2], 3: {"critic/score/mean": 0.5}})  # a later step that did not validate
     val = _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 3, "humaneval": 1})
-    assert vlogs.val_row_counts(val) == {"humaneval": 1, "mbpp_reg": 3}
-    dev = vlogs.validation_scores(vlogs.read_file_logs([log, log2]), val)
+    assert vvalid.val_row_counts(val) == {"humaneval": 1, "mbpp_reg": 3}
+    dev = vvalid.validation_scores(vlogs.read_file_logs([log, log2]), val)
     assert dev == {"accepted@1": pytest.approx((3 * 0.5 + 0.25) / 4), "pass_ratio": pytest.approx((3 * 0.75 + 0.5) / 4),
                    "n": 4, "step": 2,
                    "by_source": {"humaneval": {"accepted@1": 0.25, "pass_ratio": 0.5, "n": 1},
                                  "mbpp_reg": {"accepted@1": 0.5, "pass_ratio": 0.75, "n": 3}}}
-    assert vlogs.validation_scores(vlogs.read_file_logs([log]), val)["step"] == 1
+    assert vvalid.validation_scores(vlogs.read_file_logs([log]), val)["step"] == 1
     # never validated (test_freq -1, no validation before training): no scores, and no parquet needed
-    assert vlogs.validation_scores({1: STEPS[1], 2: STEPS[2]}, tmp_path / "missing.parquet") is None
+    assert vvalid.validation_scores({1: STEPS[1], 2: STEPS[2]}, tmp_path / "missing.parquet") is None
 
 
 def test_validation_scores_refuse_what_they_cannot_map(tmp_path):
     val = _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 2})
     with pytest.raises(ValueError, match=r"'humaneval'.*does not hold"):
-        vlogs.validation_scores({2: _val_line({"humaneval": (0.5, 0.5)})}, val)
+        vvalid.validation_scores({2: _val_line({"humaneval": (0.5, 0.5)})}, val)
     no_acc = {k: v for k, v in _val_line({"mbpp_reg": (0.5, 0.5)}).items() if "/acc/" not in k}
     with pytest.raises(ValueError, match="no acc/mean@<n>"):
-        vlogs.validation_scores({2: no_acc}, val)
+        vvalid.validation_scores({2: no_acc}, val)
     with pytest.raises(ValueError, match="not a number"):
-        vlogs.validation_scores({2: {**_val_line({"mbpp_reg": (0.5, 0.5)}), "val-core/mbpp_reg/acc/mean@1": None}}, val)
+        vvalid.validation_scores({2: {**_val_line({"mbpp_reg": (0.5, 0.5)}), "val-core/mbpp_reg/acc/mean@1": None}},
+                                 val)
     with pytest.raises(FileNotFoundError):
-        vlogs.validation_scores({2: _val_line({"mbpp_reg": (0.5, 0.5)})}, tmp_path / "missing.parquet")
+        vvalid.validation_scores({2: _val_line({"mbpp_reg": (0.5, 0.5)})}, tmp_path / "missing.parquet")
 
 
 @pytest.mark.parametrize("n", [1, 4])
@@ -460,7 +462,7 @@ def test_validation_scores_read_what_verl_itself_logs(tmp_path, n):
     log = tmp_path / "v.jsonl"
     _file_log(str(log), {5: logged})  # through verl's FileLogger (numpy values, orjson)
     val = _val_parquet(tmp_path / "val.parquet", {"mbpp_reg": 2, "humaneval": 1})
-    dev = vlogs.validation_scores(vlogs.read_file_logs([log]), val)
+    dev = vvalid.validation_scores(vlogs.read_file_logs([log]), val)
     assert dev is not None and dev["step"] == 5 and dev["n"] == 3
     assert dev["accepted@1"] == pytest.approx(sum(acc) / len(acc))
     assert dev["pass_ratio"] == pytest.approx(sum(pass_ratio) / len(pass_ratio))

@@ -46,6 +46,8 @@ from rlvr.train.verl.overrides import (
     write_overrides,
 )
 from rlvr.train.verl.preflight import cluster_preflight, judge_preflight, preflight
+from rlvr.train.verl.record import portable_overrides, portable_path
+from rlvr.train.verl.validation import final_dev
 
 __all__ = [
     "PROPAGATED_PREFIXES",
@@ -55,8 +57,6 @@ __all__ = [
     "launch",
     "log_attention",
     "next_attempt_log",
-    "portable_overrides",
-    "portable_path",
     "preflight",
     "propagated_env",
     "ray_env",
@@ -252,12 +252,13 @@ def run_grpo_verl(
 
     Metrics: ``engine``, ``reward_mode``, ``steps`` (last logged step), ``reward_first``/``reward_last`` (mean
     ``reward_mean`` over the first/last quarter of steps), ``accepted_rate_first``/``_last``, ``checkpoint``, and
-    ``dev``: verl's validation of the trained policy on ``val_files`` (:func:`rlvr.train.verl.logs.validation_scores`:
-    ``accepted@1``, ``pass_ratio``, ``n``, ``step``, ``by_source``), the local engine's ``dev`` keys. verl validates
-    every ``verl.test_freq`` steps and after the last step; ``dev`` is left out when its last validation is not at the
+    ``dev``: verl's validation of the trained policy on ``val_files``
+    (:func:`rlvr.train.verl.validation.validation_scores`: ``accepted@1``, ``pass_ratio``, ``n``, ``step``,
+    ``by_source``), the local engine's ``dev`` keys. verl validates every ``verl.test_freq`` steps and after the
+    last step; ``dev`` is left out when its last validation is not at the
     last training step (``test_freq`` -1: verl only validated the input policy, before training).
     Raises ``ValueError`` when the validation logged is not what the reward returns
-    (:func:`~rlvr.train.verl.logs.validation_scores`).
+    (:func:`~rlvr.train.verl.validation.validation_scores`).
     Raises ``subprocess.CalledProcessError`` when a command fails (:class:`rlvr.reward.step_guard.JudgeDied` when the
     judge step guard stopped verl, :func:`run_teed`), ``FileNotFoundError`` when no checkpoint appears.
     """
@@ -289,7 +290,7 @@ def run_grpo_verl(
             runner(["ray", "stop"], env={**os.environ, **env}, check=False)
     rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode, train_files, val_files)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
-    dev = _final_dev(vlogs.read_file_logs([*old_logs, log_path]), val_files, rows[-1]["step"] if rows else None)
+    dev = final_dev(vlogs.read_file_logs([*old_logs, log_path]), val_files, rows[-1]["step"] if rows else None)
     ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     attn, rmpad = resolve_attention(profile)
     return {
@@ -302,20 +303,6 @@ def run_grpo_verl(
         **vlogs.summarise(rows, "accepted_rate"),
         **({"dev": dev} if dev is not None else {}),
     }
-
-
-def _final_dev(steps: Mapping[int, Mapping[str, Any]], val_files: str | Path, last_step: int | None
-               ) -> dict[str, Any] | None:
-    """verl's last validation (:func:`rlvr.train.verl.logs.validation_scores`) when it scored the trained policy,
-    i.e. ran at ``last_step`` (the last training step); else ``None``, with a note on stderr when verl validated only
-    earlier (``test_freq`` -1 leaves only the validation before training, a score of the input policy)."""
-    dev = vlogs.validation_scores(steps, val_files)
-    if dev is None or last_step is None or dev["step"] != last_step:
-        if dev is not None:
-            print(f"verl: last validation at step {dev['step']}, not the last training step {last_step}: no dev "
-                  "score of the trained policy (set verl.test_freq > 0 for one)", file=sys.stderr)
-        return None
-    return dev
 
 
 def run_sft_verl(
@@ -383,37 +370,3 @@ def _publish(
         atomic_write_json(tmp / "verl_merge.json", {"checkpoint": portable_path(local_dir, run),
                                                     "merger": "verl.model_merger fsdp"})
     return local_dir
-
-
-RUN_PLACEHOLDER = "<run>"
-"""What :func:`portable_overrides` writes for the run folder (``$RLVR_CACHE_DIR/train/<stage>/<key>``)."""
-
-WORKER_ENV_RECORD = "<this machine's where/how settings: see <run>/verl_overrides.txt>"
-"""What :func:`portable_overrides` writes for the value of the Ray workers' environment override."""
-
-
-def portable_path(value: str, run: str | Path, root: str | Path | None = None) -> str:
-    """``value`` (a path, or a line holding paths) with the run folder's absolute path as :data:`RUN_PLACEHOLDER`
-    and the repository's (``root``, default the working directory) as ``.``, each replaced only where a whole path
-    starts there (followed by ``/``, a quote, a separator or the end; a root of ``/`` is left alone)."""
-    end = r"(?=[/'\",}\]\s]|$)"
-    value = re.sub(re.escape(str(Path(run).resolve())) + end, RUN_PLACEHOLDER, value)
-    root_s = str(Path(root if root is not None else Path.cwd()).resolve())
-    return value if root_s == "/" else re.sub(re.escape(root_s) + end, ".", value)
-
-
-def portable_overrides(overrides: Sequence[str], run: str | Path, root: str | Path | None = None) -> list[str]:
-    """The record of a verl run kept beside its weights, which are a DVC output: the same inputs on another machine or
-    cache folder give the same lines. ``overrides``: one ``key=value`` each, as launched. The run folder's absolute
-    path becomes :data:`RUN_PLACEHOLDER`, the repository's (``root``, default the working directory) becomes ``.``
-    (:func:`portable_path`), and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this
-    machine and the attempt's log path, :func:`worker_env`) becomes :data:`WORKER_ENV_RECORD`. The launched lines,
-    exact, are in ``<run>/verl_overrides.txt`` and ``<run>/verl_command.sh``."""
-    out = []
-    for line in overrides:
-        key, sep, _value = line.partition("=")
-        if sep and key.endswith("runtime_env.env_vars"):
-            out.append(f"{key}={WORKER_ENV_RECORD}")
-        else:
-            out.append(portable_path(line, run, root))
-    return out

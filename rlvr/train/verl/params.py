@@ -86,7 +86,7 @@ class VerlParams(Section):
         verl 0.9.1 has; any other is an error under verl).
         save_freq / test_freq: steps between checkpoints / validations (-1 = never; verl always saves the last step,
             and with test_freq > 0 validates it too). GRPO's ``dev`` score is verl's validation after the last step
-            (:func:`rlvr.train.verl.logs.validation_scores`): with test_freq -1 the stage writes none.
+            (:func:`rlvr.train.verl.validation.validation_scores`): with test_freq -1 the stage writes none.
         max_ckpt_to_keep: checkpoints kept on disk (``None`` = all).
         reward_function: ``compute_score_async`` (awaited on the reward loop) or ``compute_score``.
         reward_manager: ``naive`` or ``rate_limited`` (then ``reward_max_concurrent`` requests and
