@@ -4,15 +4,17 @@ Runs :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop` (verl 0.9.1's ``tool_ag
 record) exactly as verl's rollout workers do — the same token building, tool-call parser, tool calls
 (:class:`rlvr.repair.verl_tool.RunTestsTool` on the real judge) and response cut — with one change: the "LLM server"
 is Hugging Face ``generate`` on the CPU (sampling at ``--temperature``, full vocabulary: ``top_k`` 0, ``top_p`` 1, as
-verl's vLLM rollout samples), and ``--dtype`` as the rollout's. Each episode is scored as verl's reward manager scores
-it (:func:`rlvr.reward.verl.compute_score`, sparse, hidden tests, with the episode's ``extra_fields``). Used to
-explain the GPU suite's ``repair_tool`` reward (docs/training/gpu.md).
+verl's vLLM rollout samples), and ``--dtype`` as the rollout's. The per-turn cap (``repair.turn_tokens``) and
+the episode budget it implies are the stage's (:func:`rlvr.repair.verl_tool.episode_budget`). Each episode is scored
+as verl's reward manager scores it (:func:`rlvr.reward.verl.compute_score`, sparse, hidden tests, with the
+episode's ``extra_fields``). Used to explain the GPU suite's ``repair_tool`` reward (docs/training/gpu.md).
 
     python bench/gpu/agent_loop_cpu.py --model .gpu/models/tool --params .gpu/params.tool.yaml \
         --problems .gpu/data/governance/problems/synthetic.jsonl --episodes 64 --out bench/gpu/agent_loop_cpu.json
 
-Prints ``{model, episodes, temperature, dtype, by_split: {split: {status: count}}, accepted, seconds}`` and, with
-``--out``, stores it there under ``--label`` (default: the model path) beside earlier reports.
+Prints ``{model, episodes, temperature, dtype, turn_tokens, response_length, by_split: {split: {status: count}},
+accepted, seconds}`` and, with ``--out``, stores it there under ``--label`` (default: the model path) beside earlier
+reports.
 Needs verl, torch, transformers and the judge (bubblewrap).
 """
 
@@ -65,7 +67,7 @@ def main() -> None:
     from rlvr.config import load_section
     from rlvr.data.schema import read_problems
     from rlvr.repair.eval import RepairParams
-    from rlvr.repair.verl_tool import FinalAnswerAgentLoop, repair_verl_rows, write_tool_config
+    from rlvr.repair.verl_tool import FinalAnswerAgentLoop, episode_budget, repair_verl_rows, write_tool_config
     from rlvr.reward.verl import compute_score
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -76,13 +78,18 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=64)
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float32"])
-    ap.add_argument("--response-length", type=int, default=320)
+    ap.add_argument("--response-length", type=int, default=None,
+                    help="rollout.response_length in tokens (default: the stage's episode budget from "
+                         "repair.turn_tokens, else 320)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--label", help="the report's key in --out (default: the model path)")
     a = ap.parse_args()
     torch.manual_seed(a.seed)
-    env = load_section("repair", RepairParams, a.params).env()
+    repair = load_section("repair", RepairParams, a.params)
+    env = repair.env()
+    # as the repair stage under verl (rlvr.repair.verl_run): the per-turn cap and the episode budget it implies
+    response_length = a.response_length or (episode_budget(env, repair.turn_tokens) if repair.turn_tokens else 320)
     tok = AutoTokenizer.from_pretrained(a.model)
     model = AutoModelForCausalLM.from_pretrained(a.model, dtype=getattr(torch, a.dtype)).eval()
     splits = set(a.splits.split(","))
@@ -93,7 +100,7 @@ def main() -> None:
     tools = initialize_tools_from_config(str(write_tool_config(tools_yaml, env)))
     turns = env.turns + (env.max_tool_calls if env.mode == "interpreter" else 0)
     conf = OmegaConf.create({"actor_rollout_ref": {"rollout": {
-        "prompt_length": 1024, "response_length": a.response_length, "full_determinism": False,
+        "prompt_length": 1024, "response_length": response_length, "full_determinism": False,
         "multi_turn": {"max_user_turns": turns, "max_assistant_turns": turns, "max_parallel_calls": 1,
                        "max_tool_response_length": env.feedback_chars, "tool_response_truncate_side": "middle",
                        "format": env.tool_format}}}})
@@ -104,7 +111,7 @@ def main() -> None:
         loop = FinalAnswerAgentLoop(trainer_config=DictConfigWrap(conf), server_manager=HFServer(model, tok,
                                     a.temperature), tokenizer=tok, processor=None, dataset_cls=RLHFDataset,
                                     data_config=DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap(tools),
-                                    hf_model_type="qwen2")
+                                    hf_model_type="qwen2", turn_tokens=repair.turn_tokens)
         loop.loop = asyncio.get_running_loop()
         for p, row in zip(probs, repair_verl_rows(probs, env), strict=True):
             out = await loop.run({"temperature": a.temperature}, raw_prompt=list(row["prompt"]),
@@ -116,6 +123,7 @@ def main() -> None:
 
     asyncio.run(run())
     report = {"model": str(a.model), "episodes": len(probs), "temperature": a.temperature, "dtype": a.dtype,
+              "turn_tokens": repair.turn_tokens, "response_length": response_length,
               "by_split": {k: dict(v) for k, v in sorted(counts.items())},
               "accepted": sum(v.get("accepted", 0) for v in counts.values()),
               "seconds": round(time.perf_counter() - t0, 1)}
