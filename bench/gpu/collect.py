@@ -8,8 +8,8 @@ verl file-logger lines (``.cache/train/<stage>/…/logs/attempt-*.jsonl``: per s
 generation), ``timing_s/reward`` (reward outside the agent loop), ``timing_s/update_actor`` (training),
 ``timing_s/step`` (the whole step, seconds), ``response_length/mean`` (tokens)), the rollout dumps
 (``rollouts/<step>.jsonl``: samples per step) and the judge log (``judge/*.jsonl``, :mod:`rlvr.reward.judge_log`:
-per training sample ``judge_s``, the judge's own seconds for that sample, assigned to steps). ``judge_share`` of a
-step = (sum of the step's ``judge_s``) / ``timing_s/step``: summed judge seconds per step-second (it can exceed 1 when
+per training sample ``judge_s``, the judge's own seconds for that sample, assigned to steps). ``judge_s_per_step_s`` of
+a step = (sum of the step's ``judge_s``) / ``timing_s/step``: summed judge seconds per step-second (it can exceed 1 when
 samples are judged in parallel); ``judge_wall_share`` = ``judge_wall_s`` (wall seconds during which at least one
 sample was being judged, :func:`rlvr.reward.judge_log.judge_seconds_per_step`) / ``timing_s/step``: the judge's
 wall-time share of the step. Generated tokens/s of a verl step = samples × ``response_length/mean`` /
@@ -102,7 +102,7 @@ def verl_steps(run_dir: Path, curves: Path | None = None) -> list[dict[str, Any]
         row["samples"] = len(samples) or None
         row["judged"] = judge["judged"] if judge else None
         row["judge_s"] = round(judge["judge_s"], 3) if judge else None
-        row["judge_share"] = round(judge["judge_s"] / row["step_s"], 3) if judge and row["step_s"] else None
+        row["judge_s_per_step_s"] = round(judge["judge_s"] / row["step_s"], 3) if judge and row["step_s"] else None
         wall = (logged.get(step) or {}).get("judge_wall_s")
         row["judge_wall_s"] = round(wall, 3) if wall is not None else None
         row["judge_wall_share"] = round(wall / row["step_s"], 3) if wall is not None and row["step_s"] else None
@@ -171,8 +171,8 @@ def part_result(repo: Path, row: dict[str, Any]) -> dict[str, Any]:
         if dirs:
             steps = verl_steps(dirs[-1], curves)
             out["per_step"] = steps
-            out["mean_step"] = {k: _mean(steps, k) for k in (*STEP_KEYS, "judge_s", "judge_share", "judge_wall_s",
-                                                               "judge_wall_share",
+            out["mean_step"] = {k: _mean(steps, k) for k in (*STEP_KEYS, "judge_s", "judge_s_per_step_s",
+                                                               "judge_wall_s", "judge_wall_share",
                                                                "gen_tokens_per_s", "num_turns")}
     return out
 
@@ -192,15 +192,16 @@ def collect(res: Path, repo: Path) -> dict[str, Any]:
 
 def table(results: dict[str, Any]) -> str:
     """Markdown table of ``results`` (one row per part)."""
-    head = ("| part | ran | steps | wall s | gen s/step | reward s/step | train s/step | judge share | "
-            "gen tok/s | peak GPU MiB |\n|---|---|---|---|---|---|---|---|---|---|")
+    head = ("| part | ran | steps | wall s | gen s/step | reward s/step | train s/step | judge s / step s | "
+            "judge wall share | gen tok/s | peak GPU MiB |\n|---|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for name, p in results["parts"].items():
         ms = p.get("mean_step") or {}
         tok = ms.get("gen_tokens_per_s") or p.get("gen_tokens_per_s")
         lines.append(f"| {name} | {'yes' if p.get('ran') else 'no (rc ' + str(p.get('rc')) + ')'} | "
                      f"{p.get('steps', '')} | {p.get('wall_s')} | {ms.get('generation_s', '')} | "
-                     f"{ms.get('reward_s', '')} | {ms.get('training_s', '')} | {ms.get('judge_share', '')} | "
+                     f"{ms.get('reward_s', '')} | {ms.get('training_s', '')} | {ms.get('judge_s_per_step_s', '')} | "
+                     f"{ms.get('judge_wall_share', '')} | "
                      f"{tok or ''} | {p.get('peak_gpu_mib', '')} |")
     return "\n".join(lines)
 
