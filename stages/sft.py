@@ -26,15 +26,18 @@ from rlvr.train.local.sft import SFTParams, build_sft_set, run_sft
 
 def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: list, judge: Any, out_model: Path,
               curves: Path) -> dict[str, Any]:
-    """SFT on verl: the judge-verified SFT parquet, then ``torchrun -m verl.trainer.sft_trainer``."""
+    """SFT on verl: the judge-verified SFT parquet, then ``torchrun -m verl.trainer.sft_trainer``. Raises
+    :class:`rlvr.config.ConfigError` first when ``sft``'s batch or precision params disagree with verl's."""
     from transformers import AutoTokenizer
 
     from rlvr.model import resolve_model_ref
     from rlvr.train.verl.data import filter_by_length, write_sft_parquet
     from rlvr.train.verl.launch import run_sft_verl
-    from rlvr.train.verl.overrides import VerlParams
+    from rlvr.train.verl.mapping import check_sft_batch
+    from rlvr.train.verl.overrides import VerlParams, load_profile
 
     vcfg = params.section("verl", VerlParams)
+    check_sft_batch(cfg, vcfg, load_profile(vcfg.profile))  # before judging the references
     model_path = vcfg.model or resolve_model_ref(model_dir)
     rdir = run_dir("sft", {"engine": "verl", "sft": cfg.model_dump(), "verl": vcfg.model_dump()}, model_path)
     tok = AutoTokenizer.from_pretrained(model_path)

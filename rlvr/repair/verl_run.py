@@ -47,6 +47,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     Returns ``{engine, method, attention: {attn_implementation, use_remove_padding}
     (:func:`rlvr.train.verl.overrides.resolve_attention` of the profile, as for ``run_grpo_verl``), steps, checkpoint,
     reward_first, reward_last}``.
+    Raises :class:`rlvr.config.ConfigError` first when ``repair.train``'s batch or precision params disagree with
+    verl's (:func:`rlvr.train.verl.mapping.check_grpo_batch`).
     Raises ``subprocess.CalledProcessError`` when verl fails (:class:`rlvr.reward.step_guard.JudgeDied` when the judge
     step guard stopped it), ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
@@ -54,6 +56,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.train.local.common import run_dir
     from rlvr.train.verl import launch as vlaunch
     from rlvr.train.verl import logs as vlogs
+    from rlvr.train.verl.mapping import check_grpo_batch
     from rlvr.train.verl.overrides import (
         VerlParams,
         grpo_command,
@@ -67,6 +70,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     runner = runner or vlaunch.run_teed
     vcfg = load_section("verl", VerlParams, params_path)
     hw = load_profile(vcfg.profile)
+    check_grpo_batch(cfg.train, vcfg, hw, "repair.train")  # before any file is written
     if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
         vcfg = vcfg.model_copy(update={"max_response_length": episode_budget(cfg.env(), cfg.turn_tokens)})
     env = cfg.env()

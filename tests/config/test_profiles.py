@@ -23,6 +23,7 @@ from rlvr.repair.eval import RepairParams
 from rlvr.train.local.dpo import DPOParams
 from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
+from rlvr.train.verl.mapping import check_grpo_batch, check_sft_batch
 from rlvr.train.verl.overrides import grpo_overrides, resolve_attention, sft_overrides, steps_for
 from rlvr.train.verl.params import VerlParams, VerlProfile, load_profile
 
@@ -40,16 +41,38 @@ def _params(tmp_path: Path, profile: str | None, engine: str = "verl") -> Path:
 
 
 def _effective(path: Path) -> dict:
+    """The verl overrides of a params file, after the checks every verl stage runs first (batch and precision keys
+    verl does not read: rlvr.train.verl.mapping)."""
     verl = load_section("verl", VerlParams, path)
     hw = load_profile(path.parent / verl.profile)
     grpo = load_section("grpo", GRPOParams, path)
     sft = load_section("sft", SFTParams, path)
+    check_sft_batch(sft, verl, hw)
+    check_grpo_batch(grpo, verl, hw)
+    check_grpo_batch(load_section("repair", RepairParams, path).train, verl, hw, "repair.train")
     g = grpo_overrides(grpo, verl, hw, train_files="t.parquet", val_files="v.parquet", model_path="m",
                        reward_mode="dense", ckpt_dir="c", experiment_name="x")
     s = sft_overrides(sft, verl, hw, train_files="t.parquet", val_files=None, model_path="m", ckpt_dir="c",
                       experiment_name="s")
     return {"hw": hw, "grpo": dict(o.split("=", 1) for o in g if "=" in o),
             "sft": dict(o.split("=", 1) for o in s if "=" in o), "params": load_params(path)}
+
+
+def test_the_gpu_suites_params_pass_the_verl_checks(tmp_path):
+    """bench/gpu's params (params.yaml + overlay.yaml, its one-GPU recipe) build verl configs for every stage."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_gpu_prepare", ROOT / "bench" / "gpu" / "prepare.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+    data = prep.merge(yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")),
+                      yaml.safe_load((ROOT / "bench" / "gpu" / "overlay.yaml").read_text(encoding="utf-8")))
+    for rel in (data["profile"], data["verl"]["profile"]):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / rel, tmp_path / rel)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    eff = _effective(tmp_path / "params.yaml")
+    assert eff["hw"].n_gpus_per_node == 1 and eff["params"]["engine"] == "verl"
 
 
 def test_shipped_profiles_exist():
@@ -192,21 +215,39 @@ def test_7b_profile_effective_verl_and_trl_config(tmp_path):
     assert p["grpo"]["learning_rate"] != tiny["grpo"]["learning_rate"]
 
 
-def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(tmp_path):
+def _diff(a: dict, b: dict) -> dict:
+    """``{key: b's value}`` where two flat mappings differ (a key missing on one side counts)."""
+    return {k: b.get(k) for k in set(a) | set(b) if a.get(k) != b.get(k)}
+
+
+# What each scaled profile changes in the verl overrides, exactly (the files say why): the GPU count and the batches
+# scaled with it on both; on 2 GPUs also the actor's parameters in host memory and half the reward workers. The
+# memory settings the 8-GPU file keeps (optimizer offload, rollout gpu_memory_utilization) must not move.
+SCALED_DIFF = {
+    "profiles/qwen7b_8xh100.yaml": (
+        {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "256",
+         "actor_rollout_ref.actor.ppo_mini_batch_size": "64"},
+        {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "128"}),
+    "profiles/qwen7b_2xh100.yaml": (
+        {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "64",
+         "actor_rollout_ref.actor.ppo_mini_batch_size": "16",
+         "actor_rollout_ref.actor.fsdp_config.param_offload": "True", "reward.num_workers": "4"},
+        {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "32", "engine.param_offload": "True"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCALED_DIFF))
+def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(name, tmp_path):
     four = _effective(_params(tmp_path / "4", "profiles/qwen7b_4xh100.yaml"))
-    for name, gpus in (("profiles/qwen7b_8xh100.yaml", 8), ("profiles/qwen7b_2xh100.yaml", 2)):
-        other = _effective(_params(tmp_path / str(gpus), name))
-        assert other["hw"].n_gpus_per_node == gpus
-        scale = gpus / 4
-        assert other["grpo"]["data.train_batch_size"] == str(int(128 * scale))
-        assert other["grpo"]["actor_rollout_ref.actor.ppo_mini_batch_size"] == str(int(32 * scale))
-        allowed = {"trainer.n_gpus_per_node", "data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size",
-                   "actor_rollout_ref.actor.fsdp_config.optimizer_offload",
-                   "actor_rollout_ref.actor.fsdp_config.param_offload",
-                   "actor_rollout_ref.rollout.gpu_memory_utilization", "reward.num_workers"}
-        diff = {k for k in four["grpo"] if four["grpo"][k] != other["grpo"].get(k)}
-        assert diff <= allowed, diff
-        assert other["params"]["grpo"] == four["params"]["grpo"] and other["params"]["sft"] == four["params"]["sft"]
+    other = _effective(_params(tmp_path / "other", name))
+    grpo_diff, sft_diff = SCALED_DIFF[name]
+    assert _diff(four["grpo"], other["grpo"]) == grpo_diff
+    assert _diff(four["sft"], other["sft"]) == sft_diff
+    gpus = int(grpo_diff["trainer.n_gpus_per_node"])
+    params = _diff(_leaves(four["params"]), _leaves(other["params"]))
+    assert params == {"profile": name, "verl.profile": str(tmp_path / "other" / name),
+                      "verl.train_batch_size": 32 * gpus, "verl.ppo_mini_batch_size": 8 * gpus,
+                      "verl.sft_train_batch_size": 16 * gpus, "dpo.launch.processes": gpus}
 
 
 def test_scaling_profiles_differ_only_in_the_gpu_count(tmp_path):
@@ -219,15 +260,21 @@ def test_scaling_profiles_differ_only_in_the_gpu_count(tmp_path):
     assert g["data.train_batch_size"] == "16" and g["actor_rollout_ref.rollout.n"] == "8"
     assert g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "1" and g["trainer.total_training_steps"] == "2"
     assert four["params"]["model"]["hidden_size"] == 1536 and four["params"]["model"]["layers"] == 28
+    accumulation = ("sft.gradient_accumulation_steps", "grpo.gradient_accumulation_steps",
+                    "repair.train.gradient_accumulation_steps")
     for gpus in (2, 1):
         other = _effective(_params(tmp_path / str(gpus), name.format(gpus)))
         diff = {k for k in set(g) | set(other["grpo"]) if g.get(k) != other["grpo"].get(k)}
         assert diff == {"trainer.n_gpus_per_node"} and other["grpo"]["trainer.n_gpus_per_node"] == str(gpus)
         def strip(d):
             return {k: v for k, v in _leaves(d).items()
-                    if k.split(".")[0] not in ("profile", "verl") and not k.endswith(".tensor_parallel_size")}
+                    if k.split(".")[0] not in ("profile", "verl") and not k.endswith(".tensor_parallel_size")
+                    and k not in accumulation}
 
         assert strip(other["params"]) == strip(four["params"])
+        # the same global batch on fewer GPUs: the accumulation grows by the GPU ratio (rlvr.train.verl.mapping)
+        mine, theirs = _leaves(other["params"]), _leaves(four["params"])
+        assert {k: mine[k] for k in accumulation} == {k: theirs[k] * 4 // gpus for k in accumulation}
         tp = {k: v for k, v in _leaves(other["params"]).items() if k.endswith(".tensor_parallel_size")}
         assert tp and all(v <= gpus for v in tp.values()), tp
         assert {**other["params"]["verl"], "profile": None} == {**four["params"]["verl"], "profile": None}

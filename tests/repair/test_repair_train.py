@@ -155,7 +155,8 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     params.write_text(f"verl: {{profile: {ROOT / 'profiles' / 'qwen7b_8xh100.yaml'}, train_batch_size: 16, "
                       "ppo_mini_batch_size: 8, judge_pool_workers: 12, judge_pool_shards: 3}\n")
     cfg = RepairParams(datasets=[], turns=3, turn_penalty=0.1,
-                       train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8))
+                       train=RepairTrainParams(num_generations=8, per_device_train_batch_size=2,
+                                               gradient_accumulation_steps=4, bf16=True))  # 2 x 4 x 8 = 8 x 8
     problems = generate(templates=["add"], n_tests=3)
     runner = FakeRunner(STEPS)
     seen = []  # the judge preflight runs before verl does
@@ -209,7 +210,8 @@ def test_verl_repair_records_attention_and_passes_the_turn_budget(tmp_path, monk
     params.write_text(f"verl: {{profile: {profile}, train_batch_size: 16, ppo_mini_batch_size: 8}}\n")
     cfg = RepairParams(datasets=[], turns=3, feedback_chars=500, turn_tokens=256,
                        sampling=SamplingParams(max_new_tokens=256),
-                       train=RepairTrainParams(num_generations=8, per_device_train_batch_size=8,
+                       train=RepairTrainParams(num_generations=8, per_device_train_batch_size=2,
+                                               gradient_accumulation_steps=4, bf16=True,  # 2 x 4 x 8 = 8 x 8
                                                rollout_max_new_tokens=256))
     problems = generate(templates=["add"], n_tests=3)
     runner = FakeRunner(STEPS)

@@ -31,8 +31,9 @@ profile: partial.yaml
 reward: sparse
 seeds: [1]
 train: {{train_sets: [synthetic/train], eval_sets: [synthetic/dev]}}
-sft: {{epochs: 1, learning_rate: 1.0e-5}}
-grpo: {{learning_rate: 1.0e-6, num_generations: 8, per_device_train_batch_size: 8}}
+sft: {{epochs: 1, learning_rate: 1.0e-5, per_device_train_batch_size: 1, gradient_accumulation_steps: 8, bf16: true}}
+grpo: {{learning_rate: 1.0e-6, num_generations: 8, per_device_train_batch_size: 2, gradient_accumulation_steps: 4,
+        bf16: true}}
 verl: {{profile: {PROFILE}, train_batch_size: 16, ppo_mini_batch_size: 8}}
 """
 

@@ -22,6 +22,10 @@ from rlvr.train.verl.overrides import VerlParams
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"
+# batch fields agreeing with PROFILE's hardware and VerlParams()'s batches (rlvr.train.verl.mapping): GRPO 2 x 16 x 8
+# GPUs = 32 prompts x 8 rollouts, SFT 1 x 8 x 8 = 64
+GRPO_8X = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 16, "bf16": True}
+SFT_8X = {"per_device_train_batch_size": 1, "gradient_accumulation_steps": 8, "bf16": True}
 
 
 def _file_log(path: str, steps: dict[int, dict]) -> None:
@@ -96,7 +100,7 @@ def test_launch_passes_argv_env_and_check():
 def _run_grpo(tmp_path, fake, **kw):
     kw.setdefault("check", lambda env, address: None)
     return run_grpo_verl(
-        GRPOParams(seed=1, beta=0.01), VerlParams(profile=str(PROFILE)), model_path="models/sft",
+        GRPOParams(seed=1, beta=0.01, **GRPO_8X), VerlParams(profile=str(PROFILE)), model_path="models/sft",
         train_files=tmp_path / "train.parquet", val_files=tmp_path / "val.parquet", reward_mode="sparse",
         out_model_dir=tmp_path / "models" / "grpo", curves_path=tmp_path / "metrics" / "grpo.tsv",
         run_dir=tmp_path / "run", experiment_name="grpo-seed1", python="py", runner=fake, **kw,
@@ -171,7 +175,7 @@ def test_run_sft_verl_with_fake_runner(tmp_path):
     steps = {1: {"train/loss": 2.0, "train/lr": 1e-5, "train/grad_norm": 3.0, "train/global_tokens": 1000},
              2: {"train/loss": 1.0, "train/lr": 1e-5}, 3: {"val/loss": 1.1}}
     fake = FakeRunner(steps, role=None)
-    m = run_sft_verl(SFTParams(epochs=1), VerlParams(profile=str(PROFILE)), model_path="Qwen/Q",
+    m = run_sft_verl(SFTParams(epochs=1, **SFT_8X), VerlParams(profile=str(PROFILE)), model_path="Qwen/Q",
                      train_files=tmp_path / "sft.parquet", val_files=None, out_model_dir=tmp_path / "models" / "sft",
                      curves_path=tmp_path / "sft.tsv", run_dir=tmp_path / "run", python="py", runner=fake)
     (argv, _), (margv, _) = fake.calls
@@ -295,7 +299,7 @@ def test_a_run_the_judge_guard_stopped_ends_on_the_guards_message(tmp_path, capf
 
     with pytest.raises(JudgeDied) as ei:
         run_grpo_verl(
-            GRPOParams(seed=1), VerlParams(profile=str(PROFILE)), model_path="models/sft",
+            GRPOParams(seed=1, **GRPO_8X), VerlParams(profile=str(PROFILE)), model_path="models/sft",
             train_files=tmp_path / "train.parquet", val_files=tmp_path / "val.parquet", reward_mode="sparse",
             out_model_dir=tmp_path / "m", curves_path=tmp_path / "c.tsv", run_dir=tmp_path / "run",
             experiment_name="grpo-seed1", python=_fake_trainer(tmp_path, RAY_TRACEBACK, 1), check=None)

@@ -73,12 +73,14 @@ def test_preflight_refuses_a_judge_that_cannot_run_a_correct_program(tmp_path):
     def runner(argv, **kw):
         calls.append(argv)
 
+    from test_verl_launch import GRPO_8X
+
     from rlvr.train.local.grpo import GRPOParams
     from rlvr.train.verl.overrides import VerlParams
 
     with pytest.raises(RuntimeError, match="judge preflight"):
         vlaunch.run_grpo_verl(
-            GRPOParams(), VerlParams(), model_path="m", train_files=tmp_path / "t.parquet",
+            GRPOParams(**GRPO_8X), VerlParams(), model_path="m", train_files=tmp_path / "t.parquet",
             val_files=tmp_path / "v.parquet", reward_mode="sparse", out_model_dir=tmp_path / "out",
             curves_path=tmp_path / "c.tsv", run_dir=tmp_path / "run", experiment_name="x", runner=runner,
             check=lambda env, address: vpre.preflight(env, address, judge=_Judge("sandbox_error")))

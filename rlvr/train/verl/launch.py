@@ -33,6 +33,7 @@ from typing import Any
 
 from rlvr.io import atomic_dir, atomic_write_json, atomic_write_text
 from rlvr.train.verl import logs as vlogs
+from rlvr.train.verl.mapping import check_grpo_batch, check_sft_batch
 from rlvr.train.verl.merge import merge
 from rlvr.train.verl.overrides import (
     VerlParams,
@@ -261,9 +262,13 @@ def run_grpo_verl(
     (:func:`~rlvr.train.verl.validation.validation_scores`).
     Raises ``subprocess.CalledProcessError`` when a command fails (:class:`rlvr.reward.step_guard.JudgeDied` when the
     judge step guard stopped verl, :func:`run_teed`), ``FileNotFoundError`` when no checkpoint appears.
+    Raises :class:`rlvr.config.ConfigError` before anything runs when ``grpo``'s batch or precision params disagree
+    with verl's (:func:`rlvr.train.verl.mapping.check_grpo_batch`) or verl cannot express a value
+    (:func:`rlvr.train.verl.overrides.grpo_overrides`).
     """
     run = Path(run_dir)
     profile = profile or load_profile(verl.profile)
+    check_grpo_batch(grpo, verl, profile)
     log_path, old_logs = next_attempt_log(run)
     ckpt_dir = run / "checkpoints"
     rollouts = run / "rollouts"
@@ -325,9 +330,11 @@ def run_sft_verl(
 
     ``train_files``/``val_files``: the ``messages`` parquet (:func:`rlvr.train.verl.data.write_sft_parquet`).
     Curves: :data:`logs.SFT_COLUMNS`. Metrics: ``engine``, ``steps``, ``loss_first``/``loss_last``, ``val_loss``
-    (last logged), ``checkpoint``. Raises like :func:`run_grpo_verl`."""
+    (last logged), ``checkpoint``. Raises like :func:`run_grpo_verl`; the batch and precision check is
+    :func:`rlvr.train.verl.mapping.check_sft_batch`."""
     run = Path(run_dir)
     profile = profile or load_profile(verl.profile)
+    check_sft_batch(sft, verl, profile)
     log_path, old_logs = next_attempt_log(run)
     ckpt_dir = run / "checkpoints"
     overrides = sft_overrides(

@@ -1,19 +1,22 @@
 """How rlvr's params become verl 0.9.1 values (the pieces :mod:`rlvr.train.verl.overrides` assembles): step counts and
 epochs, the learning-rate schedule, checkpoint frequency, the attention backend, model paths, and the Ray
 ``runtime_env`` override that carries environment variables to every worker. Each function maps a value or raises
-:class:`rlvr.config.ConfigError` naming the param verl could not honour."""
+:class:`rlvr.config.ConfigError` naming the param verl could not honour; :func:`check_sft_batch` and
+:func:`check_grpo_batch` check the local engine's batch and precision params against the verl settings that govern
+them (verl reads neither)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from rlvr.config import ConfigError
-from rlvr.train.verl.params import VerlProfile
+from rlvr.train.verl.params import VerlParams, VerlProfile
 
-__all__ = ["epochs_for", "local_or_id", "ray_env_override", "resolve_attention", "save_freq_for", "scheduler_for",
-           "steps_for"]
+__all__ = ["check_grpo_batch", "check_sft_batch", "epochs_for", "local_or_id", "ray_env_override", "resolve_attention",
+           "save_freq_for", "scheduler_for", "steps_for"]
 
 
 def epochs_for(total_epochs: int, total_training_steps: int | None) -> int:
@@ -66,6 +69,76 @@ def scheduler_for(kind: str, where: str) -> str:
     if kind not in ("constant", "cosine"):
         raise ConfigError(f"{where}.lr_scheduler_type: {kind!r} is not available in verl (constant or cosine)")
     return kind
+
+
+def _check_bf16(opt: Any, where: str) -> None:
+    """Raise :class:`ConfigError` when ``<where>.bf16`` is false: verl 0.9.1 trains in bf16 mixed precision (FSDP
+    ``param_dtype`` bfloat16, fp32 master weights; vLLM rollouts in bf16), which rlvr does not map to anything else."""
+    if not opt.bf16:
+        raise ConfigError(f"{where}.bf16=false but verl trains in bf16 mixed precision (FSDP param_dtype bfloat16); "
+                          f"set {where}.bf16: true under engine verl")
+
+
+def _batch_agreement(opt: Any, where: str, micro_key: str, micro: int, global_key: str, global_size: int,
+                     n_gpus: int, profile_path: str) -> None:
+    """The shared body of :func:`check_sft_batch` / :func:`check_grpo_batch` (sizes in sequences)."""
+    if opt.per_device_train_batch_size != micro:
+        raise ConfigError(f"{where}.per_device_train_batch_size={opt.per_device_train_batch_size} and the profile's "
+                          f"hardware.{micro_key}={micro} ({profile_path}) disagree; under verl the profile's value "
+                          "is the micro batch: set both equal")
+    per_step = opt.per_device_train_batch_size * opt.gradient_accumulation_steps * n_gpus
+    if per_step != global_size:
+        raise ConfigError(f"{where}.per_device_train_batch_size*gradient_accumulation_steps*hardware GPUs = "
+                          f"{opt.per_device_train_batch_size}*{opt.gradient_accumulation_steps}*{n_gpus} = {per_step} "
+                          f"and {global_key} = {global_size} (sequences per optimizer step; {profile_path}) disagree")
+
+
+def check_sft_batch(sft: Any, verl: VerlParams, profile: VerlProfile) -> None:
+    """Check the ``sft`` section's batch and precision params, which verl's SFT trainer does not read, against the
+    verl settings that govern them; returns ``None``.
+
+    verl 0.9.1's ``verl.trainer.sft_trainer`` takes ``data.train_batch_size`` (= ``verl.sft_train_batch_size``) as
+    the global batch of one optimizer step, ``train_batch_size // dp`` sequences per data-parallel rank (dp = every
+    GPU, ``n_gpus_per_node * nnodes``; no profile sets sequence parallelism), split into micro batches of
+    ``data.micro_batch_size_per_gpu`` (= the profile's ``sft_micro_batch_size_per_gpu``) sequences, one gradient
+    accumulation step each (``verl/workers/engine/utils.py`` ``prepare_micro_batches``). With ``use_dynamic_bsz``
+    micro batches are packed to ``sft_max_token_len_per_gpu`` tokens instead, and neither per-GPU count sizes them;
+    the two must still agree, so that switching it off changes nothing silently. Hence, as TRL reads them:
+
+    * ``sft.per_device_train_batch_size`` == the profile's ``sft_micro_batch_size_per_gpu``;
+    * ``per_device_train_batch_size * gradient_accumulation_steps * n_gpus_per_node * nnodes`` ==
+      ``verl.sft_train_batch_size``;
+    * ``sft.bf16`` is true (verl trains in bf16 mixed precision).
+
+    Raises :class:`ConfigError` (one line, naming the keys, both values and ``verl.profile``) on any disagreement."""
+    _check_bf16(sft, "sft")
+    _batch_agreement(sft, "sft", "sft_micro_batch_size_per_gpu", profile.sft_micro_batch_size_per_gpu,
+                     "verl.sft_train_batch_size", verl.sft_train_batch_size,
+                     profile.n_gpus_per_node * profile.nnodes, verl.profile)
+
+
+def check_grpo_batch(grpo: Any, verl: VerlParams, profile: VerlProfile, where: str = "grpo") -> None:
+    """Check a GRPO section's (``grpo`` or ``repair.train``, named by ``where``) batch and precision params, which
+    verl's PPO trainer does not read, against the verl settings that govern them; returns ``None``.
+
+    verl 0.9.1's actor updates on ``ppo_mini_batch_size * rollout.n`` responses per optimizer step
+    (``verl/trainer/ppo/v1/trainer_base.py`` ``_update_actor``; here ``verl.ppo_mini_batch_size *
+    <where>.num_generations``), spread over every GPU (``n_gpus_per_node * nnodes``) in micro batches of the
+    profile's ``ppo_micro_batch_size_per_gpu`` responses (token-packed to ``ppo_max_token_len_per_gpu`` with
+    ``use_dynamic_bsz``, as for SFT: :func:`check_sft_batch`). TRL's GRPO steps on ``per_device_train_batch_size *
+    gradient_accumulation_steps * processes`` completions. Hence:
+
+    * ``<where>.per_device_train_batch_size`` == the profile's ``ppo_micro_batch_size_per_gpu``;
+    * ``per_device_train_batch_size * gradient_accumulation_steps * n_gpus_per_node * nnodes`` ==
+      ``verl.ppo_mini_batch_size * <where>.num_generations``;
+    * ``<where>.bf16`` is true.
+
+    Raises :class:`ConfigError` (one line, naming the keys, both values and ``verl.profile``) on any disagreement."""
+    _check_bf16(grpo, where)
+    _batch_agreement(grpo, where, "ppo_micro_batch_size_per_gpu", profile.ppo_micro_batch_size_per_gpu,
+                     f"verl.ppo_mini_batch_size*{where}.num_generations",
+                     verl.ppo_mini_batch_size * grpo.num_generations, profile.n_gpus_per_node * profile.nnodes,
+                     verl.profile)
 
 
 def save_freq_for(save_freq: int) -> int:
