@@ -53,7 +53,7 @@ SCALE_KEYS: tuple[str, ...] = (
     "verl.train_batch_size", "verl.ppo_mini_batch_size", "verl.max_prompt_length", "verl.max_response_length",
     "verl.sft_train_batch_size", "verl.sft_max_length",
     "repair.turn_tokens", "repair.feedback_chars", "repair.sampling.max_new_tokens",
-    "repair.train.learning_rate", "repair.train.max_steps", "repair.train.num_generations",
+    "repair.train.learning_rate", "repair.train.max_steps", "repair.train.num_generations", "repair.train.beta",
     "repair.train.warmup_epochs", "repair.train.train_sets", "repair.datasets",
     "reward_shaping.max_length_tokens", "reward_shaping.length_buffer_tokens",
     "baseline.backend", "baseline.sampling.max_new_tokens", "baseline.datasets",
