@@ -117,6 +117,16 @@ run_part() {
     s7_repair) part s7_repair $PY stages/repair.py --params params.7b.yaml --model models/s7_grpo/seed-1 \
       --out-model models/s7_repair --out-dir data/s7_repair --metrics metrics/s7_repair/eval \
       --curves metrics/s7_repair/curves.tsv ;;
+    # the scripted-policy rehearsal (bench/gpu/rehearse.py; params.rehearse.yaml selects
+    # profiles/lent/qwen7b_scripted_4xh200.yaml): the random-init 7B, then GRPO and repair with every rollout turn
+    # answered from the script made on the CPU machine (.gpu/rehearse/<kind>), each followed by its collect
+    rh_model) part rh_model $PY stages/model.py --params params.rehearse.yaml --out models/base ;;
+    rh_grpo|rh_repair) local k="${1#rh_}"
+      part "rh_$k" $PY bench/gpu/rehearse.py run --kind "$k" --params params.rehearse.yaml --dir ".gpu/rehearse/$k" \
+        --model models/base
+      $PY bench/gpu/rehearse.py collect --dir ".gpu/rehearse/$k" --out "$RES/rehearsal_$k.json" \
+        > "$RES/logs/rh_${k}_collect.log" 2>&1; tail -n 8 "$RES/logs/rh_${k}_collect.log"
+      find .cache/train -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null ;;
     # dvc:STAGE: the stage through DVC (`dvc repro --no-commit -s STAGE`, in a copy set up by dvc_setup.sh); the
     # model-only FSDP checkpoints it leaves (30 GB at 7B) are removed after it, or the disk fills by the third stage
     dvc:*) local st="${1#dvc:}"; part "dvc_${st%@*}" dvc repro --no-commit -s "$st"

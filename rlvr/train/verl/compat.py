@@ -59,10 +59,13 @@ def worker_setup() -> None:
     """Ray ``worker_process_setup_hook`` (:data:`RAY_HOOK_OVERRIDE`): :func:`patch_verl` in each Ray worker process,
     register rlvr's advantage estimator ``rlvr_grpo`` (:mod:`rlvr.train.verl.advantage`) with verl, so the
     ``TaskRunner`` that computes advantages finds it, and make verl's agent-loop workers mask unscored (NaN-reward)
-    samples out of the loss (:func:`rlvr.train.verl.mask.patch_agent_loop`)."""
+    samples out of the loss (:func:`rlvr.train.verl.mask.patch_agent_loop`); when ``RLVR_SCRIPTED_POLICY`` names a
+    script, answer every rollout turn from it (:func:`rlvr.train.verl.scripted.install`: a rehearsal with programs
+    that run, ``bench/gpu/rehearse.py``)."""
     patch_verl()
     importlib.import_module("rlvr.train.verl.advantage")
     importlib.import_module("rlvr.train.verl.mask").patch_agent_loop()
+    importlib.import_module("rlvr.train.verl.scripted").install()
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -1,0 +1,365 @@
+"""Rehearse verl GRPO and repair with a scripted policy whose rollouts are programs that run (issue: the 7B recipe
+with a real policy, item 6). Three steps, the first here, the second on the GPU machine, the third anywhere:
+
+    # here (CPU): choose the problems, write the script, judge every scripted program here (the expected scores)
+    python bench/gpu/rehearse.py script --kind grpo   --params params.rehearse.yaml --out .gpu/rehearse/grpo
+    python bench/gpu/rehearse.py script --kind repair --params params.rehearse.yaml --out .gpu/rehearse/repair
+    # there (GPUs): verl with every rollout turn answered from the script (rlvr.train.verl.scripted); the rest —
+    # agent loops, run_tests tool calls, reward manager, judge, advantages, log-prob and update passes — as in training
+    python bench/gpu/rehearse.py run --kind grpo --params params.rehearse.yaml --dir .gpu/rehearse/grpo \
+        --model models/base
+    # then: per step, the reward verl logged against the reward the script's proportions predict
+    python bench/gpu/rehearse.py collect --dir .gpu/rehearse/grpo --out bench/gpu/rehearsal_grpo.json
+
+The script (``script.json``, :class:`rlvr.train.verl.scripted.Script`) gives every problem a group *kind*, by its
+place in the chosen list (``i % 4``), so the proportions are known before the run:
+
+========== =====================================================================================================
+kind        GRPO group of 8 (``rollout_n`` 0..7)
+========== =====================================================================================================
+all_pass    8 x the judge-verified reference: zero variance (no gradient), reward 1
+all_fail    3 x syntax error, 3 x runtime error, 2 x no program: zero variance, reward 0
+mixed (x2)  3 x reference, 2 x mutant (a near miss of the reference the tests reject), 1 x syntax error,
+            1 x runtime error, 1 x infinite loop (``timeout``)
+========== =====================================================================================================
+
+Repair kinds: ``first_pass`` (the reference as the first answer), ``fixed`` (``run_tests`` on a mutant, then the
+reference), ``not_fixed`` (``run_tests`` on a mutant, again on a syntax error, then the mutant as the answer),
+``wrong`` (the mutant as the first answer).
+
+Every scripted program starts with a comment ``# rehearsal id=<problem> n=<rollout> label=<label>`` (a comment: it
+changes no verdict), so a rollout in verl's dump names its sample. ``expected.json`` holds the score each sample gets
+from :func:`rlvr.reward.verl.compute_score` here, on an idle CPU, with the run's reward mode and shaping: on the GPU
+node a sample that scores lower than that is a load-caused verdict (a false timeout, the goal being 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MARK = re.compile(r"# rehearsal id=(?P<id>\S+) n=(?P<n>\d+) label=(?P<label>\w+)")
+GRPO_KINDS = ("all_pass", "all_fail", "mixed", "mixed")
+GRPO_LABELS = {
+    "all_pass": ["reference"] * 8,
+    "all_fail": ["syntax_error"] * 3 + ["runtime_error"] * 3 + ["no_program"] * 2,
+    "mixed": ["reference"] * 3 + ["mutant"] * 2 + ["syntax_error", "runtime_error", "timeout"],
+}
+REPAIR_KINDS = ("first_pass", "fixed", "not_fixed", "wrong")
+
+
+def mutants(code: str) -> Iterator[str]:
+    """Near misses of ``code``: one AST edit each (a comparison flipped, ``+``/``-`` swapped, an int constant
+    + 1), in source order; the caller keeps the first the tests reject. Yields nothing for code that does not parse."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return
+    flips = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+             ast.NotEq: ast.Eq}
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Compare, ast.BinOp, ast.Constant))]
+    for i in range(len(nodes)):
+        t = ast.parse(code)
+        node = [n for n in ast.walk(t) if isinstance(n, (ast.Compare, ast.BinOp, ast.Constant))][i]
+        if isinstance(node, ast.Compare) and type(node.ops[0]) in flips:
+            node.ops[0] = flips[type(node.ops[0])]()
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            node.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
+        elif isinstance(node, ast.Constant) and type(node.value) is int:
+            node.value += 1
+        else:
+            continue
+        yield ast.unparse(t)
+
+
+def _fence(body: str) -> str:
+    return f"```python\n{body}\n```"
+
+
+def program(label: str, pid: str, n: int, reference: str, mutant: str | None) -> str:
+    """The answer text of one scripted sample (module doc), marked with its id, rollout and label."""
+    mark = f"# rehearsal id={pid} n={n} label={label}"
+    if label == "reference":
+        return _fence(f"{mark}\n{reference}")
+    if label == "mutant":
+        return _fence(f"{mark}\n{mutant if mutant is not None else reference}")
+    if label == "syntax_error":
+        return _fence(f"{mark}\n{reference}\n)\n")
+    if label == "runtime_error":
+        return _fence(f"{mark}\nraise ValueError('rehearsal')\n{reference}")
+    if label == "timeout":
+        return _fence(f"{mark}\nwhile True:\n    pass\n{reference}")
+    if label == "no_program":
+        return f"{mark}\nI cannot solve this one."
+    raise ValueError(f"unknown label {label!r}")
+
+
+def _params(path: str) -> Any:
+    from rlvr.stage import Params
+
+    return Params(Path(path))
+
+
+def _problems(params_path: str, kind: str, limit: int, min_tests: int) -> list[Any]:
+    """The first ``limit`` problems (by id) of the run's training sets with a reference and ``min_tests`` tests."""
+    from rlvr.config import load_params
+
+    raw = load_params(params_path)
+    if kind == "grpo":
+        sets = raw["manifests"]["verl_train"]
+    else:
+        sets = raw["repair"]["train"].get("train_sets") or raw["train"]["train_sets"]
+    from rlvr.train.local.common import load_problem_sets
+
+    ps = [p for p in load_problem_sets(ROOT / "data/governance/problems", sets)
+          if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) < 3000]
+    ps.sort(key=lambda p: p.id)
+    # spread over the sources (the list is sorted by id, so one source would fill it)
+    by_src: dict[str, list[Any]] = defaultdict(list)
+    for p in ps:
+        by_src[p.source].append(p)
+    out: list[Any] = []
+    while len(out) < limit and any(by_src.values()):
+        for src in sorted(by_src):
+            if by_src[src] and len(out) < limit:
+                out.append(by_src[src].pop(0))
+    return out
+
+
+def _score(text: str, row: dict[str, Any], mode: str, shaping: Any, extra: dict[str, Any] | None = None) -> dict:
+    from rlvr.reward.verl import compute_score
+
+    info = {**row["extra_info"], **(extra or {})}
+    return compute_score(row["data_source"], text, row["reward_model"]["ground_truth"], info, reward_mode=mode,
+                         reward_shaping=shaping)
+
+
+def _mutant(p: Any, row: dict[str, Any], mode: str, shaping: Any) -> str | None:
+    for cand in [*p.incorrect_solutions[:2], *list(mutants(p.solutions[0]))[:12]]:
+        r = _score(_fence(cand), row, "sparse", shaping)
+        if r["score"] < 1.0 and r.get("status") not in ("sandbox_error", "syntax_error"):
+            return cand
+    return None
+
+
+def cmd_script(a: argparse.Namespace) -> None:
+    """Choose problems, write ``train.parquet`` (grpo) or ``problems.jsonl`` (repair), ``script.json`` and the
+    scores expected here (``expected.json``)."""
+    from rlvr.data.export import verl_rows
+    from rlvr.io import atomic_write_json
+    from rlvr.train.engine import load_reward_mode
+
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    raw = _params(a.params).raw()
+    mode = load_reward_mode(a.params) if a.kind == "grpo" else "sparse"
+    shaping = raw.get("reward_shaping")
+    problems = _problems(a.params, a.kind, a.limit, a.min_tests)
+    script: dict[str, Any] = {}
+    expected: dict[str, Any] = {}
+    if a.kind == "grpo":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        rows = verl_rows(problems)
+        pq.write_table(pa.Table.from_pylist(rows), out / "train.parquet")
+    else:
+        from rlvr.repair.eval import RepairParams
+        from rlvr.repair.verl_tool import repair_verl_rows
+
+        cfg = _params(a.params).section("repair", RepairParams)
+        rows = repair_verl_rows(problems, cfg.env())
+        with (out / "problems.jsonl").open("w", encoding="utf-8") as fh:
+            for p in problems:
+                fh.write(p.model_dump_json() + "\n")
+    for i, (p, row) in enumerate(zip(problems, rows, strict=True)):
+        ref = p.solutions[0]
+        if not _score(_fence(ref), row, "sparse", shaping)["score"] >= 1.0:
+            print(f"skip {p.id}: its reference is not accepted here", file=sys.stderr)
+            continue
+        mut = _mutant(p, row, mode, shaping)
+        rollouts, exp = [], []
+        if a.kind == "grpo":
+            kind = GRPO_KINDS[i % len(GRPO_KINDS)]
+            for n, label in enumerate(GRPO_LABELS[kind]):
+                label = label if (label != "mutant" or mut is not None) else "syntax_error"
+                text = program(label, p.id, n, ref, mut)
+                r = _score(text, row, mode, shaping)
+                rollouts.append({"label": label, "turns": [text]})
+                exp.append({"n": n, "label": label, "score": r["score"], "status": r.get("status")})
+        else:
+            from rlvr.repair.verl_tool import tool_call_text
+
+            kind = REPAIR_KINDS[i % len(REPAIR_KINDS)]
+            fmt = cfg.env().tool_format
+            penalty = cfg.env().turn_penalty
+            for n in range(a.group):
+                wrong = mut if mut is not None else f"{ref}\n)\n"
+                mark = f"# rehearsal id={p.id} n={n} label={kind}"
+                call = lambda code: tool_call_text("run_tests", {"code": f"{mark}\n{code}"}, fmt)  # noqa: E731
+                turns = {"first_pass": [_fence(f"{mark}\n{ref}")],
+                         "fixed": [call(wrong), _fence(f"{mark}\n{ref}")],
+                         "not_fixed": [call(wrong), call(f"{ref}\n)\n"), _fence(f"{mark}\n{wrong}")],
+                         "wrong": [_fence(f"{mark}\n{wrong}")]}[kind]
+                calls = sum(t.startswith("<tool_call>") for t in turns)
+                r = _score(turns[-1], row, mode, shaping,
+                           {"final_answer": turns[-1], "tool_rewards": [-penalty] * calls})
+                rollouts.append({"label": kind, "turns": turns})
+                exp.append({"n": n, "label": kind, "score": r["score"], "status": r.get("status"), "calls": calls})
+        script[p.id] = {"kind": kind, "rollouts": rollouts}
+        expected[p.id] = {"kind": kind, "source": p.source, "tests": len(p.tests), "samples": exp}
+        print(f"{p.id}: {kind}: {[e['score'] for e in exp]}", file=sys.stderr)
+    atomic_write_json(out / "script.json", {"version": 1, "problems": script,
+                                            "fallback": {"label": "unscripted", "turns": ["no program"]}})
+    atomic_write_json(out / "expected.json", {"kind": a.kind, "reward_mode": mode, "problems": expected})
+    print(f"{len(script)} problems scripted into {out}")
+
+
+def cmd_run(a: argparse.Namespace) -> None:
+    """verl on the GPUs with the script (``RLVR_SCRIPTED_POLICY``); the trained weights are not merged (the
+    rehearsal measures the loop, not the model)."""
+    from rlvr.model import resolve_model_ref
+    from rlvr.train.verl import launch as vlaunch
+
+    d = Path(a.dir).resolve()
+    os.environ["RLVR_SCRIPTED_POLICY"] = str(d / "script.json")
+    for f in d.glob("script.json.emitted.*.jsonl"):
+        f.unlink()
+    vlaunch._publish = lambda ckpt_dir, *args, **kw: str(ckpt_dir)  # no merge of the rehearsal's weights
+    params = _params(a.params)
+    if a.kind == "grpo":
+        from rlvr.train.local.common import run_dir
+        from rlvr.train.local.grpo import GRPOParams
+        from rlvr.train.verl.launch import run_grpo_verl
+        from rlvr.train.verl.overrides import VerlParams
+
+        cfg = params.section("grpo", GRPOParams)
+        vcfg = params.section("verl", VerlParams)
+        mode = params.raw()["reward"]
+        rdir = run_dir("rehearse_grpo", {"script": str(d)}, a.model, seed=cfg.seed)
+        res = run_grpo_verl(cfg, vcfg, model_path=resolve_model_ref(a.model), train_files=d / "train.parquet",
+                            val_files=d / "train.parquet", reward_mode=mode, out_model_dir=d / "model",
+                            curves_path=d / "curves.tsv", run_dir=rdir, experiment_name="rehearse-grpo",
+                            reward_shaping=params.raw().get("reward_shaping"))
+    else:
+        from rlvr.data.schema import read_problems
+        from rlvr.repair.eval import RepairParams
+        from rlvr.repair.verl_run import run_repair_verl
+
+        cfg = params.section("repair", RepairParams)
+        problems = read_problems(d / "problems.jsonl")
+        res = run_repair_verl(cfg, params.path, a.model, problems, problems, d / "model", d / "curves.tsv",
+                              reward_shaping=params.raw().get("reward_shaping"))
+        rdir = None
+    from rlvr.io import atomic_write_json
+
+    atomic_write_json(d / "result.json", {"result": res, "run_dir": str(rdir) if rdir else None})
+    print(json.dumps(res, default=str)[:2000])
+
+
+def _dump_rows(run: Path) -> list[dict[str, Any]]:
+    rows = []
+    for f in sorted((run / "rollouts").glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else 0):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            r.setdefault("step", int(f.stem) if f.stem.isdigit() else None)
+            rows.append(r)
+    return rows
+
+
+def cmd_collect(a: argparse.Namespace) -> None:
+    """Per step: the reward verl logged (the rollout dump's scores) against the script's expected scores for the
+    same samples; the samples that scored below expectation (load-caused verdicts); the zero-variance share of the
+    groups; the curves' timings (the judge's wall share of the step)."""
+    import statistics
+
+    d = Path(a.dir)
+    exp = json.loads((d / "expected.json").read_text(encoding="utf-8"))
+    if a.run:
+        run = Path(a.run)
+    else:  # the newest verl run folder of this kind (rehearse_grpo/..., repair/...) with a rollout dump
+        dumps = list((ROOT / ".cache/train").glob(f"*{exp['kind']}*/**/rollouts"))
+        if not dumps:
+            raise SystemExit(f"collect: no rollout dump under .cache/train for {exp['kind']}; pass --run")
+        run = max(dumps, key=lambda p: p.stat().st_mtime).parent
+    rows = _dump_rows(run)
+    steps: dict[int, dict[str, Any]] = {}
+    below: list[dict[str, Any]] = []
+    by_group: dict[tuple[int, str], list[float]] = defaultdict(list)
+    labels: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        m = MARK.search(r.get("output", "") or "")
+        st = steps.setdefault(r["step"], {"n": 0, "observed": [], "expected": [], "unmatched": 0})
+        st["n"] += 1
+        if not m:
+            st["unmatched"] += 1
+            continue
+        e = exp["problems"][m["id"]]["samples"][int(m["n"])]
+        st["observed"].append(float(r["score"]))
+        st["expected"].append(float(e["score"]))
+        by_group[(r["step"], m["id"])].append(float(r["score"]))
+        labels[e["label"]][str(r.get("status", r.get("verdict", "?")))] += 1
+        if float(r["score"]) < float(e["score"]) - 1e-9:
+            below.append({"step": r["step"], "id": m["id"], "n": int(m["n"]), "label": e["label"],
+                          "expected": e["score"], "observed": r["score"], "status": r.get("status")})
+    table = []
+    for s in sorted(steps):
+        st = steps[s]
+        groups = [v for (gs, _), v in by_group.items() if gs == s]
+        zv = sum(1 for v in groups if max(v) - min(v) < 1e-9) / len(groups) if groups else None
+        table.append({"step": s, "samples": st["n"], "unmatched": st["unmatched"],
+                      "reward_observed": statistics.fmean(st["observed"]) if st["observed"] else None,
+                      "reward_expected": statistics.fmean(st["expected"]) if st["expected"] else None,
+                      "zero_variance_share": zv, "groups": len(groups)})
+    from rlvr.layout import layout_paths
+
+    curves = (d / "curves.tsv").read_text(encoding="utf-8") if (d / "curves.tsv").exists() else ""
+    cost = layout_paths(d / "curves.tsv")[1]
+    cost = cost if cost is not None and Path(cost).exists() else None
+    out = {"dir": str(d), "run": str(run), "reward_mode": exp["reward_mode"], "steps": table,
+           "below_expected": below, "false_timeouts": sum(1 for b in below if b["status"] == "timeout"),
+           "statuses_by_label": {k: dict(v) for k, v in labels.items()}, "curves_tsv": curves,
+           "cost_tsv": Path(cost).read_text(encoding="utf-8") if cost else None}
+    Path(a.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    for t in table:
+        print(t)
+    print(f"below expected: {len(below)}; false timeouts: {out['false_timeouts']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("script")
+    s.add_argument("--kind", choices=["grpo", "repair"], required=True)
+    s.add_argument("--params", default="params.yaml")
+    s.add_argument("--out", required=True)
+    s.add_argument("--limit", type=int, default=24, help="problems (GRPO: 3 steps of 8 prompts = 24)")
+    s.add_argument("--min-tests", type=int, default=5)
+    s.add_argument("--group", type=int, default=8, help="repair: rollouts per problem")
+    r = sub.add_parser("run")
+    r.add_argument("--kind", choices=["grpo", "repair"], required=True)
+    r.add_argument("--params", default="params.yaml")
+    r.add_argument("--dir", required=True)
+    r.add_argument("--model", default="models/base")
+    c = sub.add_parser("collect")
+    c.add_argument("--dir", required=True)
+    c.add_argument("--run", default="", help="the verl run folder (default: found under .cache/train)")
+    c.add_argument("--out", required=True)
+    a = ap.parse_args()
+    {"script": cmd_script, "run": cmd_run, "collect": cmd_collect}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""bench/gpu/rehearse.py: the scripted programs, their marks, and the per-step comparison of a run's rollout dump
+with the scores the script predicts."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("rehearse", ROOT / "bench/gpu/rehearse.py")
+rehearse = importlib.util.module_from_spec(_spec)
+sys.modules["rehearse"] = rehearse
+_spec.loader.exec_module(rehearse)
+
+REF = "def f(a, b):\n    if a < b:\n        return a + b\n    return 1\n"
+
+
+def test_mutants_are_single_edits_that_parse_and_differ():
+    ms = list(rehearse.mutants(REF))
+    assert ms and all(ast.parse(m) for m in ms)
+    assert ast.unparse(ast.parse(REF)) not in ms
+    assert any("a <= b" in m for m in ms) and any("a - b" in m for m in ms) and any("return 2" in m for m in ms)
+    assert list(rehearse.mutants("def (")) == []
+
+
+def test_every_label_is_marked_and_the_mark_names_the_sample():
+    for label in ("reference", "mutant", "syntax_error", "runtime_error", "timeout", "no_program"):
+        text = rehearse.program(label, "mbpp/7", 3, REF, REF.replace("<", "<="))
+        m = rehearse.MARK.search(text)
+        assert (m["id"], m["n"], m["label"]) == ("mbpp/7", "3", label)
+    assert "```" not in rehearse.program("no_program", "p", 0, REF, None)
+    body = rehearse.program("syntax_error", "p", 0, REF, None).split("```python\n")[1].rstrip("`\n")
+    try:
+        ast.parse(body)
+        raise AssertionError("the syntax_error program parses")
+    except SyntaxError:
+        pass
+
+
+def test_grpo_kinds_have_the_documented_proportions():
+    assert [len(v) for v in rehearse.GRPO_LABELS.values()] == [8, 8, 8]
+    assert rehearse.GRPO_LABELS["mixed"].count("reference") == 3
+    assert set(rehearse.GRPO_LABELS["all_fail"]).isdisjoint({"reference", "mutant"})
+
+
+def test_collect_compares_each_sample_with_its_expected_score(tmp_path):
+    """Two steps; one reference timed out on the node (a false timeout), one group is all-pass (zero variance)."""
+    d = tmp_path / "grpo"
+    d.mkdir()
+    exp = {"kind": "grpo", "reward_mode": "dense", "problems": {
+        "p/1": {"kind": "all_pass", "samples": [{"n": n, "label": "reference", "score": 1.0} for n in range(2)]},
+        "p/2": {"kind": "mixed", "samples": [{"n": 0, "label": "reference", "score": 1.0},
+                                             {"n": 1, "label": "mutant", "score": 0.5}]}}}
+    (d / "expected.json").write_text(json.dumps(exp))
+    run = tmp_path / "run"
+    (run / "rollouts").mkdir(parents=True)
+
+    def row(pid, n, label, score, status):
+        return json.dumps({"output": rehearse.program(label, pid, n, REF, REF), "score": score, "status": status})
+
+    (run / "rollouts" / "1.jsonl").write_text("\n".join([
+        row("p/1", 0, "reference", 1.0, "accepted"), row("p/1", 1, "reference", 1.0, "accepted"),
+        row("p/2", 0, "reference", 0.0, "timeout"), row("p/2", 1, "mutant", 0.5, "wrong_answer")]) + "\n")
+    (run / "rollouts" / "2.jsonl").write_text(json.dumps({"output": "no mark here", "score": 0.0}) + "\n")
+    out = tmp_path / "r.json"
+    rehearse.cmd_collect(Namespace(dir=str(d), run=str(run), out=str(out)))
+    res = json.loads(out.read_text())
+    s1, s2 = res["steps"]
+    assert (s1["step"], s1["samples"], s1["unmatched"]) == (1, 4, 0)
+    assert s1["reward_expected"] == (1 + 1 + 1 + 0.5) / 4 and s1["reward_observed"] == (1 + 1 + 0 + 0.5) / 4
+    assert s1["zero_variance_share"] == 0.5 and s1["groups"] == 2
+    assert (s2["samples"], s2["unmatched"]) == (1, 1)
+    assert res["false_timeouts"] == 1
+    assert res["below_expected"] == [{"step": 1, "id": "p/2", "n": 0, "label": "reference", "expected": 1.0,
+                                      "observed": 0.0, "status": "timeout"}]
