@@ -117,3 +117,16 @@ def test_manifests_stage_writes_engine_files(tmp_path) -> None:
     assert len(summary["files"]["verl/val.parquet"]["sha256"]) == 64
     index = json.loads((out / "index.json").read_text())
     assert set(index) == {"a.train.manifest.jsonl", "d.validation.manifest.jsonl"}
+
+
+def test_repair_rows_count_hidden_tests_after_the_split() -> None:
+    """repair.train.min_hidden_tests counts what stays hidden once one test is shown (rlvr.repair.env.split_tests)."""
+    from rlvr.data.manifests import min_tests_filter
+    from rlvr.repair.env import split_tests
+
+    ps = [_p("cc/1", n_tests=6), _p("cc/2", n_tests=5)]
+    kept, n = min_tests_filter(ps, 5, lambda p: len(split_tests(p, 1)[1].tests))
+    assert [p.id for p in kept] == ["cc/1"] and n["too_few_tests"] == 1
+    assert n["by_source"]["cc"]["tests_per_problem_before"]["min"] == 4
+    with pytest.raises(ValueError, match="min_tests=0"):
+        min_tests_filter(ps, 0)
