@@ -456,3 +456,14 @@ def test_data_stages_do_not_track_the_profile():
     for name in ("model", "baseline", "sft", "dpo", "repair", "eval", "report"):
         assert "profile" in stages[name]["params"] and "profiles" in stages[name]["deps"], name
     assert "profile" in stages["grpo"]["do"]["params"]
+
+
+@pytest.mark.parametrize("profile", [p for p in SHIPPED if p.startswith("profiles/lent/")])
+def test_random_weight_profiles_keep_dynamic_sampling_off(profile, tmp_path):
+    """A random-init policy writes no code: every group is all-fail, and DAPO's dynamic sampling (on in the 7B base
+    profiles) would evict every group and draw the whole set; its repair set (synthetic, 4 hidden tests) must pass
+    the hidden-test floor."""
+    p = load_params(_params(tmp_path, profile))
+    assert p["model"]["name"] == "tiny" and p["verl"]["filter_groups"]["enable"] is False
+    if any(s.startswith("synthetic") for s in p["repair"]["train"]["train_sets"]):
+        assert p["repair"]["train"]["min_hidden_tests"] <= 4

@@ -36,6 +36,7 @@ def test_filter_groups_on_maps_to_verl_v1_keys(tmp_path):
 
 
 def test_filter_groups_rejects_unknown_metric_and_keys():
+    assert VerlParams.model_validate({"filter_groups": {"enable": True}}).filter_groups.metric == "reward"
     with pytest.raises(ValidationError, match="metric"):
         VerlParams.model_validate({"filter_groups": {"enable": True, "metric": "score"}})
     with pytest.raises(ValidationError, match="max_num_gen_batches"):
