@@ -34,10 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config.profiles import require_scale_profile
+from rlvr.data.manifests import min_tests_filter
 from rlvr.data.synthetic import SyntheticParams
 from rlvr.eval.tracking import log_metrics
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
+from rlvr.repair.env import split_tests
 from rlvr.repair.eval import RepairParams, default_model, run_repair_stage, select_repair_problems
 from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine
@@ -50,7 +52,14 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
     require_scale_profile(params.raw(), params.path)
     common = params.section("train", TrainCommon)
     engine = load_engine(params.path)
-    train = load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets)
+    train, train_set = min_tests_filter(load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets),
+                                        cfg.train.min_hidden_tests,
+                                        lambda p: len(split_tests(p, cfg.visible_tests)[1].tests))
+    if not train:
+        from rlvr.config import ConfigError
+
+        raise ConfigError(f"repair.train.min_hidden_tests={cfg.train.min_hidden_tests}: no training problem has that "
+                          f"many hidden tests (of {train_set['problems']})")
     if engine == "verl":
         from rlvr.config import ConfigError
         from rlvr.repair.verl_run import run_repair_verl
@@ -63,7 +72,7 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
             from rlvr.train.verl.logs import GRPO_COLUMNS, write_tsv
 
             write_tsv(curves, [], GRPO_COLUMNS)  # no step: the declared curves (and their cost mirror), header only
-            return {"engine": engine, **publish_unchanged(model_in, out_model)}
+            return {"engine": engine, "train_set": train_set, **publish_unchanged(model_in, out_model)}
         training = run_repair_verl(cfg, params.path, model_in, train,
                                    load_problem_sets(problems_dir, common.eval_sets), out_model, curves,
                                    reward_shaping=params.raw().get("reward_shaping"))
@@ -71,7 +80,7 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
         from rlvr.train.local.repair import run_repair_training
 
         training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model, curves)
-    return {"engine": engine, **training}
+    return {"engine": engine, "train_set": train_set, **training}
 
 
 def _echo(report: dict[str, Any]) -> str:

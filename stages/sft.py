@@ -22,6 +22,7 @@ from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine
 from rlvr.train.local.common import TrainCommon, load_problem_sets, run_dir, stage_eval
 from rlvr.train.local.sft import SFTParams, build_sft_set, run_sft
+from rlvr.train.overlap import RL_SET, apply_sft_rl_overlap
 
 
 def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: list, judge: Any, out_model: Path,
@@ -60,15 +61,17 @@ def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: 
        option("--metrics", "metrics_path", default="metrics/sft.json", path=True),
        option("--curves", default="metrics/sft/curves.tsv", path=True),
        option("--eval-metrics", default="metrics/eval_sft", path=True, help="folder: a scores file per dataset"),
+       option("--rl-set", default=RL_SET, path=True, help="RL prompts (train.sft_rl_overlap < 1 leaves them out)"),
        option("--eval-dir", default="data/eval/sft", path=True))
 def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, metrics_path: Path, curves: Path,
-         eval_metrics: Path, eval_dir: Path) -> Result:
+         eval_metrics: Path, rl_set: Path, eval_dir: Path) -> Result:
     """Fine-tune the base model on judge-verified reference solutions, then evaluate it like the baseline."""
     require_scale_profile(params.raw(), params.path)
     engine = load_engine(params.path)
     common = params.section("train", TrainCommon)
     cfg = params.section("sft", SFTParams)
-    train = load_problem_sets(problems_dir, common.train_sets)
+    train, overlap = apply_sft_rl_overlap(load_problem_sets(problems_dir, common.train_sets), common.sft_rl_overlap,
+                                          rl_set)
     dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
     with open_judge(params.path, get_judge) as judge:
         if engine == "verl":
@@ -77,6 +80,7 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
             metrics = run_sft(cfg, common, model_dir, train, dev, judge, out_model, curves)
         report = stage_eval(out_model, judge, params.path, problems_dir, eval_dir)
     echo = f"sft ({engine}): {metrics['steps']} steps, dev {metrics.get('dev', {}).get('accepted@1')}"
+    metrics = {**metrics, "sft_rl_overlap": overlap}
     return Result(metrics={metrics_path: metrics}, folders={eval_metrics: report}, resolved={out_model: cfg},
                   echo=echo)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ __all__ = [
     "build_sft",
     "check_train_role",
     "load_governed",
+    "min_tests_filter",
     "read_jsonl",
     "select",
     "write_manifests",
@@ -196,21 +197,50 @@ def build_dpo(problems: Sequence[Problem], reference_rows: Iterable[Mapping[str,
     return out, counts
 
 
+def _spread(xs: list[int]) -> dict[str, float | int | None]:
+    if not xs:
+        return {"min": None, "median": None, "mean": None, "max": None}
+    ys = sorted(xs)
+    return {"min": ys[0], "median": ys[len(ys) // 2], "mean": round(sum(ys) / len(ys), 2), "max": ys[-1]}
+
+
+def min_tests_filter(problems: Sequence[Problem], min_tests: int,
+                     count_tests: Callable[[Problem], int] | None = None) -> tuple[list[Problem], dict[str, Any]]:
+    """The ``problems`` that have ``>= min_tests`` tests (``count_tests(p)``; default ``len(p.tests)``; the repair
+    stage counts the hidden tests left after its visible/hidden split), in order.
+
+    An RL reward rests on these tests: a program that passes 3 asserts is often wrong (EvalPlus, Liu et al. 2023), so
+    the 7B RL rows need 5 (issue 42). Returns ``(kept, counts)``; counts: ``min_tests``, ``problems``, ``kept``,
+    ``too_few_tests``, and ``by_source``: per ``Problem.source`` the ``problems``, ``kept`` and the tests per problem
+    (``min``/``median``/``mean``/``max``) before and after. Raises ``ValueError`` for ``min_tests < 1``."""
+    if min_tests < 1:
+        raise ValueError(f"min_tests={min_tests}: must be >= 1")
+    count = count_tests or (lambda p: len(p.tests))
+    kept: list[Problem] = []
+    before: dict[str, list[int]] = defaultdict(list)
+    after: dict[str, list[int]] = defaultdict(list)
+    for p in problems:
+        n = count(p)
+        before[p.source].append(n)
+        if n >= min_tests:
+            kept.append(p)
+            after[p.source].append(n)
+    by_source = {src: {"problems": len(ns), "kept": len(after[src]), "tests_per_problem_before": _spread(ns),
+                       "tests_per_problem_after": _spread(after[src])} for src, ns in sorted(before.items())}
+    return kept, {"min_tests": min_tests, "problems": len(problems), "kept": len(kept),
+                  "too_few_tests": len(problems) - len(kept), "by_source": by_source}
+
+
 def build_grpo(problems: Sequence[Problem], min_tests: int, flagged_ids: Iterable[str] = ()
-               ) -> tuple[list[Problem], dict[str, int]]:
+               ) -> tuple[list[Problem], dict[str, Any]]:
     """GRPO prompts: ``problems`` with ``>= min_tests`` tests and not in ``flagged_ids`` (contamination flags).
 
-    Returns ``(kept, counts)``; counts: ``problems``, ``kept``, ``too_few_tests``, ``contaminated``."""
+    Returns ``(kept, counts)``; counts: ``problems``, ``kept``, ``too_few_tests``, ``contaminated``, ``min_tests``
+    and ``by_source`` (:func:`min_tests_filter`, over the problems not flagged)."""
     check_train_role(problems, "grpo")
     flagged = set(flagged_ids)
-    kept: list[Problem] = []
-    counts = {"problems": len(problems), "kept": 0, "too_few_tests": 0, "contaminated": 0}
-    for p in problems:
-        if p.id in flagged:
-            counts["contaminated"] += 1
-        elif len(p.tests) < min_tests:
-            counts["too_few_tests"] += 1
-        else:
-            kept.append(p)
-    counts["kept"] = len(kept)
+    clean = [p for p in problems if p.id not in flagged]
+    kept, n = min_tests_filter(clean, min_tests)
+    counts = {"problems": len(problems), "kept": len(kept), "too_few_tests": n["too_few_tests"],
+              "contaminated": len(problems) - len(clean), "min_tests": min_tests, "by_source": n["by_source"]}
     return kept, counts

@@ -43,7 +43,7 @@ from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import JudgeLike, ScoringOptions
 from rlvr.reward.step_guard import LOCAL_HINT, StepGuard, step_counts
 
-__all__ = ["AsyncCodeReward", "CodeReward", "completion_text", "make_reward_funcs"]
+__all__ = ["AsyncCodeReward", "CodeReward", "completion_text", "group_extremes", "make_reward_funcs"]
 
 
 def completion_text(completion: Any) -> str:
@@ -116,7 +116,8 @@ class CodeReward:
         self.guard.observe(*step_counts(outcomes), step=step + 1 if isinstance(step, int) else None)
 
     @staticmethod
-    def _log(outcomes: list[RewardOutcome], log_extra: Callable | None, log_metric: Callable | None) -> None:
+    def _log(outcomes: list[RewardOutcome], log_extra: Callable | None, log_metric: Callable | None,
+             groups: Sequence[Any] = ()) -> None:
         if log_extra is not None:
             log_extra("status", [o.status for o in outcomes])
             log_extra("pass_ratio", [o.pass_ratio for o in outcomes])
@@ -129,6 +130,10 @@ class CodeReward:
             log_metric("reward/sandbox_error", counts.get("sandbox_error", 0) / n)
             log_metric("reward/timeout", sum(o.timed_out for o in outcomes) / n)
             log_metric("reward/judge_s", sum(o.judge_s for o in outcomes) / n)
+            if groups:
+                all_pass, all_fail = group_extremes(groups, [o.score for o in outcomes])
+                log_metric("reward/all_pass_frac", all_pass)
+                log_metric("reward/all_fail_frac", all_fail)
 
     def __call__(
         self,
@@ -148,7 +153,7 @@ class CodeReward:
         ``sandbox_error`` in this step and the previous judged one (a dead judge: the run stops at this step, in
         either ``sandbox_error`` mode)."""
         outcomes = self.scorer.score(self._items(completions, completion_ids, ground_truth, data_source))
-        self._log(outcomes, log_extra, log_metric)
+        self._log(outcomes, log_extra, log_metric, _group_keys(prompts, ground_truth))
         self._guard(outcomes, kwargs.get("trainer_state"))
         return [o.score for o in outcomes]
 
@@ -170,9 +175,38 @@ class AsyncCodeReward(CodeReward):
     ) -> list[float | None]:
         """Async :meth:`CodeReward.__call__` (same errors)."""
         outcomes = await self.scorer.score_async(self._items(completions, completion_ids, ground_truth, data_source))
-        self._log(outcomes, log_extra, log_metric)
+        self._log(outcomes, log_extra, log_metric, _group_keys(prompts, ground_truth))
         self._guard(outcomes, kwargs.get("trainer_state"))
         return [o.score for o in outcomes]
+
+
+def _group_keys(prompts: Sequence[Any] | None, ground_truth: Sequence[str] | None) -> list[str]:
+    """One key per completion naming its GRPO group: the prompt (a repair context is a prompt of its own) and the
+    problem's ground_truth; ``[]`` without ground_truth."""
+    if ground_truth is None:
+        return []
+    ps = list(prompts) if prompts is not None else [""] * len(ground_truth)
+    return [f"{p!r}\x00{gt}" for p, gt in zip(ps, ground_truth, strict=False)]
+
+
+def group_extremes(groups: Sequence[Any], scores: Sequence[float | None]) -> tuple[float, float]:
+    """``(all_pass, all_fail)``: the fractions of GRPO groups (completions sharing a ``groups`` key; groups of one
+    scored completion are not groups and are left out) whose scored completions all have reward ≥ 1 (every
+    rollout accepted) / all ≤ 0 (every rollout failed): two kinds of zero-variance group, whose advantage is 0 and
+    which carry no gradient (TRL logs their sum with any other equal-reward group as ``frac_reward_zero_std``).
+    ``None`` scores (an excluded sandbox error) are left out. ``(0.0, 0.0)`` when there is no group.
+    Raises ``ValueError`` when the two sequences differ in length."""
+    if len(groups) != len(scores):
+        raise ValueError(f"group_extremes: {len(groups)} group keys for {len(scores)} scores")
+    by: dict[Any, list[float]] = {}
+    for g, s in zip(groups, scores, strict=True):
+        if s is not None:
+            by.setdefault(g, []).append(float(s))
+    sized = [v for v in by.values() if len(v) > 1]
+    if not sized:
+        return 0.0, 0.0
+    return (sum(all(x >= 1.0 - 1e-9 for x in v) for v in sized) / len(sized),
+            sum(all(x <= 0.0 for x in v) for v in sized) / len(sized))
 
 
 def make_reward_funcs(

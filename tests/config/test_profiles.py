@@ -110,6 +110,11 @@ SAME_AT_EVERY_SCALE = {
     "verl.max_prompt_length": "7B value", "verl.max_response_length": "7B value",
     "verl.sft_train_batch_size": "7B value",
 }
+# equal to params.yaml's by coincidence in one profile only (the reason given)
+SAME_IN_PROFILE = {
+    "profiles/qwen7b_8xh100.yaml": {"grpo.max_steps": "the 4-GPU 100 steps halved with the doubled batch (issue 42): "
+                                                      "50, as the tiny model's"},
+}
 
 
 def _at(d: dict, dotted: str) -> object:
@@ -162,7 +167,8 @@ def test_no_tiny_model_value_reaches_a_7b_profile(profile, tmp_path):
     assert set(p["train"]["train_sets"]) == set(p["manifests"]["sft_sets"]) == set(p["manifests"]["verl_train"])
     assert p["reward_shaping"]["max_length_tokens"] == p["verl"]["max_response_length"]
     assert p["sft"]["epochs"] < tiny["sft"]["epochs"]
-    same = [k for k in TINY_TUNED if _at(full, k) == _at(tiny, k) and k not in SAME_AT_EVERY_SCALE]
+    same = [k for k in TINY_TUNED if _at(full, k) == _at(tiny, k) and k not in SAME_AT_EVERY_SCALE
+            and k not in SAME_IN_PROFILE.get(profile, {})]
     assert same == [], same
 
 
@@ -221,18 +227,23 @@ def _diff(a: dict, b: dict) -> dict:
 
 
 # What each scaled profile changes in the verl overrides, exactly (the files say why): the GPU count and the batches
-# scaled with it on both; on 2 GPUs also the actor's parameters in host memory and half the reward workers. The
-# memory settings the 8-GPU file keeps (optimizer offload, rollout gpu_memory_utilization) must not move.
+# scaled with it on both, and the steps and step periods scaled inversely (the same epochs, issue 42); on 2 GPUs
+# also the actor's parameters in host memory and half the reward workers. The memory settings the 8-GPU file keeps
+# (optimizer offload, rollout gpu_memory_utilization) must not move.
 SCALED_DIFF = {
     "profiles/qwen7b_8xh100.yaml": (
         {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "256",
-         "actor_rollout_ref.actor.ppo_mini_batch_size": "64"},
-        {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "128"}),
+         "actor_rollout_ref.actor.ppo_mini_batch_size": "64", "trainer.total_training_steps": "50",
+         "trainer.total_epochs": "50", "trainer.save_freq": "10", "trainer.test_freq": "5"},
+        {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "128", "trainer.save_freq": "10"}),
     "profiles/qwen7b_2xh100.yaml": (
         {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "64",
          "actor_rollout_ref.actor.ppo_mini_batch_size": "16",
-         "actor_rollout_ref.actor.fsdp_config.param_offload": "True", "reward.num_workers": "4"},
-        {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "32", "engine.param_offload": "True"}),
+         "actor_rollout_ref.actor.fsdp_config.param_offload": "True", "reward.num_workers": "4",
+         "trainer.total_training_steps": "200", "trainer.total_epochs": "200", "trainer.save_freq": "40",
+         "trainer.test_freq": "20"},
+        {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "32", "engine.param_offload": "True",
+         "trainer.save_freq": "40"}),
 }
 
 
@@ -247,7 +258,44 @@ def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(name, tmp_path):
     params = _diff(_leaves(four["params"]), _leaves(other["params"]))
     assert params == {"profile": name, "verl.profile": str(tmp_path / "other" / name),
                       "verl.train_batch_size": 32 * gpus, "verl.ppo_mini_batch_size": 8 * gpus,
-                      "verl.sft_train_batch_size": 16 * gpus, "dpo.launch.processes": gpus}
+                      "verl.sft_train_batch_size": 16 * gpus, "dpo.launch.processes": gpus,
+                      "grpo.max_steps": 400 // gpus, "repair.train.max_steps": 200 // gpus,
+                      "dpo.max_steps": 800 // gpus, "verl.save_freq": 80 // gpus, "verl.test_freq": 40 // gpus}
+
+
+def _samples(p: dict) -> dict[str, float]:
+    """What one run of each stage consumes under a profile's params: GRPO and repair prompts (steps x prompts per
+    step), DPO pairs (steps x per-device batch x accumulation x processes), SFT epochs, and the prompts between two
+    validations / checkpoints."""
+    v, dpo = p["verl"], p["dpo"]
+    return {"grpo_prompts": p["grpo"]["max_steps"] * v["train_batch_size"],
+            "repair_prompts": p["repair"]["train"]["max_steps"] * v["train_batch_size"],
+            "dpo_pairs": dpo["max_steps"] * dpo["per_device_train_batch_size"] * dpo["gradient_accumulation_steps"]
+            * dpo["launch"]["processes"],
+            "sft_epochs": p["sft"]["epochs"], "sft_max_steps": p["sft"]["max_steps"],
+            "prompts_per_validation": v["test_freq"] * v["train_batch_size"],
+            "prompts_per_checkpoint": v["save_freq"] * v["train_batch_size"]}
+
+
+def test_2_4_and_8_gpus_run_the_same_epochs(tmp_path):
+    """Issue 42: the 8-GPU profile doubled the batch and kept the steps (twice the epochs of the 4-GPU run); every GPU
+    count must consume the same prompts, pairs and epochs, so the three are one experiment."""
+    runs = {n: _samples(load_params(_params(tmp_path / str(n), f"profiles/qwen7b_{n}xh100.yaml"))) for n in (2, 4, 8)}
+    assert runs[2] == runs[4] == runs[8]
+    assert runs[4]["grpo_prompts"] == 12_800 and runs[4]["sft_max_steps"] == -1  # SFT by epochs, not steps
+
+
+def test_7b_profiles_give_every_group_a_learning_signal(tmp_path):
+    """Issue 42: at 7B, DAPO's dynamic sampling is on, SFT/DPO leave the RL prompts out, repair rows need 5 hidden
+    tests; params.yaml keeps the tiny model's behaviour (off, full overlap, 1)."""
+    tiny = load_params(_params(tmp_path / "tiny", None, engine="local"))
+    assert tiny["verl"]["filter_groups"]["enable"] is False and tiny["train"]["sft_rl_overlap"] == 1.0
+    assert tiny["repair"]["train"].get("min_hidden_tests", 1) == 1
+    for n in (2, 4, 8):
+        path = _params(tmp_path / str(n), f"profiles/qwen7b_{n}xh100.yaml")
+        p = load_params(path)
+        assert p["train"]["sft_rl_overlap"] == 0.0 and p["repair"]["train"]["min_hidden_tests"] == 5
+        assert _effective(path)["grpo"]["algorithm.filter_groups.enable"] == "True"
 
 
 def test_scaling_profiles_differ_only_in_the_gpu_count(tmp_path):
@@ -408,3 +456,14 @@ def test_data_stages_do_not_track_the_profile():
     for name in ("model", "baseline", "sft", "dpo", "repair", "eval", "report"):
         assert "profile" in stages[name]["params"] and "profiles" in stages[name]["deps"], name
     assert "profile" in stages["grpo"]["do"]["params"]
+
+
+@pytest.mark.parametrize("profile", [p for p in SHIPPED if p.startswith("profiles/lent/")])
+def test_random_weight_profiles_keep_dynamic_sampling_off(profile, tmp_path):
+    """A random-init policy writes no code: every group is all-fail, and DAPO's dynamic sampling (on in the 7B base
+    profiles) would evict every group and draw the whole set; its repair set (synthetic, 4 hidden tests) must pass
+    the hidden-test floor."""
+    p = load_params(_params(tmp_path, profile))
+    assert p["model"]["name"] == "tiny" and p["verl"]["filter_groups"]["enable"] is False
+    if any(s.startswith("synthetic") for s in p["repair"]["train"]["train_sets"]):
+        assert p["repair"]["train"]["min_hidden_tests"] <= 4

@@ -51,7 +51,28 @@ def test_build_dpo_accepted_vs_rejected() -> None:
 def test_build_grpo_filters() -> None:
     kept, n = build_grpo(PS, min_tests=2, flagged_ids={"a/4"})
     assert [p.id for p in kept] == ["a/1", "a/2"]
-    assert n == {"problems": 4, "kept": 2, "too_few_tests": 1, "contaminated": 1}
+    assert {k: n[k] for k in ("problems", "kept", "too_few_tests", "contaminated", "min_tests")} == {
+        "problems": 4, "kept": 2, "too_few_tests": 1, "contaminated": 1, "min_tests": 2}
+
+
+def test_rl_rows_need_enough_tests_counted_per_source() -> None:
+    """Issue 42: the RL rows' test-count floor (manifests.grpo_min_tests 5 since then), with per-source tests per
+    problem before and after in training_sets.json."""
+    ps = [_p("lc/1", n_tests=3), _p("lc/2", n_tests=5), _p("cc/1", n_tests=10), _p("cc/2", n_tests=6)]
+    kept, n = build_grpo(ps, min_tests=5)
+    assert [p.id for p in kept] == ["lc/2", "cc/1", "cc/2"] and n["too_few_tests"] == 1
+    lc = n["by_source"]["lc"]
+    assert lc["problems"] == 2 and lc["kept"] == 1
+    assert lc["tests_per_problem_before"] == {"min": 3, "median": 5, "mean": 4.0, "max": 5}
+    assert lc["tests_per_problem_after"] == {"min": 5, "median": 5, "mean": 5.0, "max": 5}
+    assert n["by_source"]["cc"]["kept"] == 2
+
+
+def test_params_yaml_rl_rows_need_five_tests() -> None:
+    import yaml
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    assert params["manifests"]["grpo_min_tests"] == 5
 
 
 @pytest.mark.parametrize("build", [lambda ps: build_sft(ps, []), lambda ps: build_dpo(ps, []),
@@ -96,3 +117,16 @@ def test_manifests_stage_writes_engine_files(tmp_path) -> None:
     assert len(summary["files"]["verl/val.parquet"]["sha256"]) == 64
     index = json.loads((out / "index.json").read_text())
     assert set(index) == {"a.train.manifest.jsonl", "d.validation.manifest.jsonl"}
+
+
+def test_repair_rows_count_hidden_tests_after_the_split() -> None:
+    """repair.train.min_hidden_tests counts what stays hidden once one test is shown (rlvr.repair.env.split_tests)."""
+    from rlvr.data.manifests import min_tests_filter
+    from rlvr.repair.env import split_tests
+
+    ps = [_p("cc/1", n_tests=6), _p("cc/2", n_tests=5)]
+    kept, n = min_tests_filter(ps, 5, lambda p: len(split_tests(p, 1)[1].tests))
+    assert [p.id for p in kept] == ["cc/1"] and n["too_few_tests"] == 1
+    assert n["by_source"]["cc"]["tests_per_problem_before"]["min"] == 4
+    with pytest.raises(ValueError, match="min_tests=0"):
+        min_tests_filter(ps, 0)

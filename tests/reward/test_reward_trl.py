@@ -269,3 +269,24 @@ def test_a_judge_that_dies_mid_run_stops_grpo_at_that_step(tmp_path):
     with pytest.raises(JudgeDied, match=r"^TRL GRPO step 3: all 2 samples sent to the judge .* as did all 2 of step 2"):
         trainer.train()
     assert trainer.state.global_step == 2
+
+
+def test_all_pass_and_all_fail_group_shares_logged():
+    """Issue 42: the zero-variance groups split into all-pass / all-fail per step (groups = prompt + ground_truth)."""
+    [f] = make_reward_funcs("sparse", judge=FakeJudge())
+    ok, wa = fenced("print(6)"), fenced("print(6) #WA")
+    metrics: dict = {}
+    f(prompts=["a", "a", "b", "b", "c", "c", "d"], completions=[ok, ok, wa, wa, ok, wa, ok], ground_truth=[GT] * 7,
+      log_metric=lambda k, v: metrics.__setitem__(k, v))
+    # groups a (all pass), b (all fail), c (mixed); d has one completion: not a group
+    assert metrics["reward/all_pass_frac"] == pytest.approx(1 / 3)
+    assert metrics["reward/all_fail_frac"] == pytest.approx(1 / 3)
+
+
+def test_group_extremes_leaves_out_excluded_scores_and_singletons():
+    from rlvr.reward.trl import group_extremes
+
+    assert group_extremes(["a", "a", "a", "b"], [1.0, None, 1.0, 0.0]) == (1.0, 0.0)
+    assert group_extremes([], []) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="2 group keys for 1 scores"):
+        group_extremes(["a", "b"], [1.0])

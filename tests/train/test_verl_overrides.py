@@ -195,3 +195,12 @@ def test_profile_errors_name_file_and_field(tmp_path):
         load_profile(bad)
     with pytest.raises(ConfigError, match="not found"):
         load_profile(tmp_path / "missing.yaml")
+
+
+def test_filter_groups_compose_into_verl_v1_config(tmp_path):
+    """DAPO dynamic sampling reaches verl 0.9.1's ``algorithm.filter_groups`` (read by its V1 trainer's replay
+    buffer, ``trainer.use_v1`` on by default)."""
+    v = VerlParams.model_validate({"filter_groups": {"enable": True, "metric": "acc", "max_inflight_gen_batches": 2}})
+    cfg = compose("ppo_trainer", _grpo(tmp_path, verl=v))
+    fg = cfg.algorithm.filter_groups
+    assert fg.enable is True and fg.metric == "acc" and fg.max_inflight_gen_batches == 2 and cfg.trainer.use_v1

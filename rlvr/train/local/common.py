@@ -79,6 +79,8 @@ class TrainCommon(Section):
             logged loss by exactly the steps it averages (the last step is always logged too).
         cpu_threads: torch intra-op CPU threads while training (fixed so that the weights' last bits do not follow
             the machine's core count; :func:`set_seed`).
+        sft_rl_overlap: share (0–1) of the RL prompts that SFT and DPO also train on (:mod:`rlvr.train.overlap`;
+            1.0 = all of them, the default; 0.0 = disjoint, the 7B profiles).
     """
 
     train_sets: list[str] = Field(default_factory=lambda: ["synthetic/train"])
@@ -91,6 +93,7 @@ class TrainCommon(Section):
     save_total_limit: int = Field(2, gt=0)
     logging_steps: int = Field(5, gt=0)
     cpu_threads: int = Field(2, ge=1)
+    sft_rl_overlap: float = Field(1.0, ge=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _save_on_log_steps(self) -> TrainCommon:

@@ -9,7 +9,8 @@ optional entropy bonus (``entropy_coef``; TRL 1.16 ``GRPOConfig.entropy_coef``).
 mean over the batch), as documented in ``GRPOConfig``.
 
 Curves (one TSV row per logging step, from TRL's logged metrics, see :data:`GRPO_CURVES`): reward mean/std, accepted
-rate, pass_ratio, zero-std group fraction, KL, entropy, completion length, clip ratio; the judge wall seconds per step
+rate, pass_ratio, zero-std group fraction (and its all-pass / all-fail parts,
+:func:`rlvr.reward.trl.group_extremes`), KL, entropy, completion length, clip ratio; the judge wall seconds per step
 (``judge_step_s``) go to the TSV's cost mirror ``metrics/cost/grpo/seed-<n>.tsv`` (:func:`rlvr.layout.write_curves`).
 
 Run through the stage: ``python stages/grpo.py --seed 1``.
@@ -50,6 +51,8 @@ GRPO_CURVES = {
     "accepted": "reward/accepted",
     "pass_ratio": "reward/pass_ratio",
     "frac_reward_zero_std": "frac_reward_zero_std",
+    "all_pass_frac": "reward/all_pass_frac",
+    "all_fail_frac": "reward/all_fail_frac",
     "kl": "kl",
     "entropy": "entropy",
     "completion_length": "completions/mean_length",

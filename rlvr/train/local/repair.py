@@ -98,6 +98,9 @@ class RepairTrainParams(GRPOParams):
             dev accepted@1 0.79 → 0.36 while recovery rose 0 → 1/9).
         warmup_epochs: epochs of the supervised warm start on the repair contexts (0 = none; module doc, step 2).
         warmup_learning_rate: its learning rate.
+        min_hidden_tests: a training problem needs this many hidden tests (after the visible/hidden split,
+            :func:`rlvr.repair.env.split_tests`), the tests its reward rests on; fewer: left out and counted
+            (:func:`rlvr.data.manifests.min_tests_filter`; 1 = every problem, the default; 5 at the 7B profiles).
         train_sets: ``"<dataset>/<split>"`` problem sets the repair training plays (empty = ``train.train_sets``),
             e.g. ``synthetic/train`` plus the feedback templates' ``synthetic/repair``.
     ``max_steps: 0`` skips training: the input model is published unchanged (``metrics.skipped``)."""
@@ -112,6 +115,7 @@ class RepairTrainParams(GRPOParams):
     warmup_epochs: float = Field(0.0, ge=0)
     warmup_learning_rate: float = Field(1e-3, gt=0)
     train_sets: list[str] = Field(default_factory=list)
+    min_hidden_tests: int = Field(1, ge=1)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,16 @@ accepted_rate      dump: fraction of samples with score ≥ 1 (``sparse``/``dens
                    tests passed; empty for ``shaped``, whose length term can lower an accepted score)
 pass_ratio         dump: mean score in ``dense`` mode (score = pass_ratio), ``critic/score/mean`` likewise; else
                    empty
-zero_std_frac      dump: fraction of GRPO groups whose scores are all equal (zero advantage, no gradient)
+zero_std_frac      fraction of the step's generated GRPO groups whose scores are all equal (zero advantage, no
+                   gradient): the dump's zero-std groups plus the groups DAPO's dynamic sampling evicted
+                   (``filtered_groups``), over the dump's groups plus those evicted. Without ``verl.filter_groups``
+                   it is the dump's share; with it the trained batch has none, and this is the share that was
+                   generated and dropped
+all_pass_frac      dump: fraction of the trained groups whose rollouts all scored ≥ 1 (all accepted)
+all_fail_frac      dump: fraction of the trained groups whose rollouts all scored ≤ 0 (all failed). ``zero_std_frac``
+                   also holds groups with one equal score between (``dense``: every rollout the same pass_ratio)
+filtered_groups    ``training/filter_groups/evicted_samples``: groups evicted by ``algorithm.filter_groups`` while
+                   the step's batch was filled (verl counts group uids under that name); 0 when it is off
 kl                 ``actor/kl_loss`` (KL to the reference in the loss; only logged with ``use_kl_loss``)
 entropy            ``actor/entropy``
 response_length    ``response_length/mean`` (tokens)
@@ -94,6 +103,7 @@ GRPO_KEYS: dict[str, str] = {
     "clip_ratio": "actor/pg_clipfrac",
     "judge_s": "timing_s/reward",
     "num_turns": "num_turns/mean",
+    "filtered_groups": "training/filter_groups/evicted_samples",
     "step_s": "timing_s/step",
     "gen_s": "timing_s/gen",
     "ref_s": "timing_s/ref",
@@ -112,6 +122,9 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "accepted_rate",
     "pass_ratio",
     "zero_std_frac",
+    "all_pass_frac",
+    "all_fail_frac",
+    "filtered_groups",
     "kl",
     "entropy",
     "response_length",
@@ -203,7 +216,11 @@ def _dump_stats(recs: Sequence[Mapping[str, Any]], reward_mode: str) -> dict[str
         groups[prompt][session] = s  # several outputs of one session share its score
     sized = [list(g.values()) for g in groups.values() if len(g) > 1]
     if sized:
-        out["zero_std_frac"] = sum(1 for g in sized if max(g) - min(g) == 0) / len(sized)
+        flat = [g for g in sized if max(g) - min(g) == 0]
+        out["_groups"], out["_zero_std_groups"] = len(sized), len(flat)
+        out["zero_std_frac"] = len(flat) / len(sized)
+        out["all_pass_frac"] = sum(1 for g in flat if g[0] >= 1.0 - 1e-9) / len(sized)
+        out["all_fail_frac"] = sum(1 for g in flat if g[0] <= 0.0) / len(sized)
     if reward_mode in ("sparse", "dense"):
         out["accepted_rate"] = sum(1 for s in scores if s >= 1.0 - 1e-9) / len(scores)
     if reward_mode == "dense":
@@ -231,6 +248,13 @@ def grpo_rows(
             row["pass_ratio"] = data.get(GRPO_KEYS["reward_mean"])
         stats = _dump_stats((dumps or {}).get(step, []), reward_mode)
         scored_mean = stats.pop("_scored_mean", None)
+        n_groups, n_flat = stats.pop("_groups", 0), stats.pop("_zero_std_groups", 0)
+        filtered = row["filtered_groups"]
+        if n_groups and isinstance(filtered, int | float) and filtered > 0:
+            # DAPO's dynamic sampling dropped these before the batch was dumped: they count as generated, no signal
+            stats["zero_std_frac"] = (n_flat + filtered) / (n_groups + filtered)
+        elif filtered is None and n_groups:
+            row["filtered_groups"] = 0
         if isinstance(row["reward_mean"], float) and math.isnan(row["reward_mean"]):
             # verl's critic/score/mean is NaN when an excluded sample (NaN score) is in the step: the scored mean
             row["reward_mean"] = scored_mean

@@ -267,6 +267,10 @@ def grpo_overrides(
         ("reward.reward_manager.module.path", REWARD_MANAGER_MODULE),
         ("reward.reward_manager.name", REWARD_MANAGERS[verl.reward_manager]),
     ]
+    if verl.filter_groups.enable:  # off: no key at all, so the override list of a run without it is unchanged
+        fg = verl.filter_groups
+        pairs += [("algorithm.filter_groups.enable", True), ("algorithm.filter_groups.metric", fg.metric),
+                  ("algorithm.filter_groups.max_inflight_gen_batches", fg.max_inflight_gen_batches)]
     if verl.reward_manager == "rate_limited":
         pairs += [("+reward.max_concurrent", verl.reward_max_concurrent), ("+reward.timeout", verl.reward_timeout_s)]
     pairs += [

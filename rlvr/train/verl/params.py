@@ -15,7 +15,31 @@ from pydantic import Field, ValidationError
 
 from rlvr.config import ConfigError, Section
 
-__all__ = ["VerlParams", "VerlProfile", "load_profile"]
+__all__ = ["FilterGroups", "VerlParams", "VerlProfile", "load_profile"]
+
+
+class FilterGroups(Section):
+    """``verl.filter_groups``: DAPO's dynamic sampling (Yu et al. 2025, section 3.2), verl 0.9.1's
+    ``algorithm.filter_groups`` as its V1 trainer (``trainer.use_v1``, the default) implements it in
+    ``verl/trainer/ppo/v1/replay_buffer.py``: a finished group whose ``metric`` is the same for every rollout (all
+    pass or all fail: zero GRPO advantage, no gradient) is evicted from the replay buffer and a fresh prompt is
+    generated in its place, until ``data.train_batch_size`` groups with signal are ready. verl logs the evicted
+    groups of a step as ``training/filter_groups/evicted_samples`` (rlvr's curve column ``filtered_groups``).
+
+    Fields [verl key under ``algorithm.filter_groups``]:
+        enable: on/off [``enable``]; off (the default) emits no override at all.
+        metric: ``reward`` = the sequence reward (verl's canonical ``rm_scores``: the reward mode's score, so in
+            ``dense`` mode a group whose pass_ratios are all equal is filtered), or a ``reward_extra_info`` field of
+            :mod:`rlvr.reward.verl`: ``acc`` (accepted, DAPO's choice) or ``pass_ratio`` [``metric``].
+        max_inflight_gen_batches: prompt batches (in ``train_batch_size`` units) generated concurrently while
+            refilling [``max_inflight_gen_batches``]. verl 0.9.1's V1 buffer has no cap on how many generation
+            batches one step may draw: ``max_num_gen_batches`` (the DAPO recipe's cap) is read and ignored with a
+            warning there, so rlvr does not offer it; a set with no signal left draws the whole epoch.
+    """
+
+    enable: bool = False
+    metric: Literal["reward", "acc", "pass_ratio"] = "reward"
+    max_inflight_gen_batches: int = Field(1, gt=0)
 
 
 class VerlProfile(Section):
@@ -102,6 +126,7 @@ class VerlParams(Section):
             the DVC plots), e.g. ``["wandb"]``.
         sft_train_batch_size: SFT sequences per optimizer step [``data.train_batch_size``]; sft_max_length: tokens
             per SFT sample [``data.max_length``].
+        filter_groups: DAPO's dynamic sampling (Yu et al. 2025, :class:`FilterGroups`), for GRPO and repair alike.
     """
 
     profile: str = "profiles/qwen7b_8xh100.yaml"
@@ -127,6 +152,7 @@ class VerlParams(Section):
     loggers: list[str] = Field(default_factory=list)
     sft_train_batch_size: int = Field(64, gt=0)
     sft_max_length: int = Field(3072, gt=0)
+    filter_groups: FilterGroups = Field(default_factory=FilterGroups)
 
 
 def load_profile(path: str | Path) -> VerlProfile:
