@@ -170,18 +170,52 @@ def _judge_with_progress(judge: Any, items: list[Any]) -> list[Any]:
     return out
 
 
+#: Marker the load probe prints once the program's entry point exists (:func:`_load_statuses`).
+_LOADED = "@@rlvr-evalplus-loaded@@"
+#: Verdicts of a test that can come from the program failing before the call (EvalPlus: ``exec`` of the solution).
+_EARLY = frozenset({"runtime_error", "timeout", "memory_limit"})
+
+
+def _load_statuses(judge: Any, items: list[Any], results: list[Any]) -> list[str | None]:
+    """Per sample: ``None`` when its program reached its tests, else the EvalPlus status of a program whose execution
+    fails before its entry point exists: ``"fail"`` (raised or exited) or ``"timeout"`` (did not end).
+
+    Only samples where no test was accepted and every test failed in a way the program's execution itself could
+    cause (runtime error, timeout, memory) are probed, with one ``judge.run_code`` each: the solution executed as
+    EvalPlus does (``exec`` into a fresh dict, so ``__name__`` is not ``"__main__"``), then its entry point looked up;
+    time limit EvalPlus's outer one for the base group, ``min(60, sum of the per-test limits) + 1`` seconds."""
+    out: list[str | None] = []
+    for (p, code), r in zip(items, results, strict=True):
+        tests = getattr(r, "tests", None) or []
+        if not p.entry_point or not tests or any(t.verdict not in _EARLY for t in tests):
+            out.append(None)
+            continue
+        limits = [t.time_limit_s or p.time_limit_s for t in p.tests if getattr(t, "group", None) == "base"]
+        probe = (f"_g = {{}}\nexec(compile({code!r}, 'solution.py', 'exec'), _g)\n_g[{p.entry_point!r}]\n"
+                 f"print({_LOADED!r})\n")
+        run = judge.run_code(probe, timeout_s=min(60.0, sum(limits) or p.time_limit_s) + 1.0,
+                             memory_limit_mb=p.memory_limit_mb)
+        if _LOADED in (run.stdout or ""):
+            out.append(None)
+        elif run.verdict == "sandbox_error":
+            out.append(None)  # unknown: keep the per-test statuses
+        else:
+            out.append("timeout" if run.verdict == "timeout" else "fail")
+    return out
+
+
 def _write_evalplus_results(samples: list[dict[str, Any]], items: list[Any], results: list[Any], ks: tuple[int, ...],
-                            samples_path: Path) -> None:
-    """Write ``<samples>_eval_results.json`` (EvalPlus's layout, :mod:`rlvr.eval.evalplus_compat`) and print EvalPlus's
-    pass@k lines (base, then base + extra tests)."""
+                            samples_path: Path, judge: Any) -> None:
+    """Write ``<samples>_eval_results.json`` (EvalPlus's layout and encoding: ``json.dump``'s defaults,
+    :mod:`rlvr.eval.evalplus_compat`) and print EvalPlus's pass@k lines (base, then base + extra tests)."""
     from rlvr.eval.evalplus_compat import eval_results, eval_results_path
-    from rlvr.io import atomic_write_json
+    from rlvr.io import atomic_write_text
 
     doc = eval_results([{"task_id": s["task_id"], "solution": code} for s, (_, code) in zip(samples, items,
                                                                                          strict=True)],
-                       [p for p, _ in items], results, ks)
+                       [p for p, _ in items], results, ks, loaded=_load_statuses(judge, items, results))
     path = Path(eval_results_path(str(samples_path)))
-    atomic_write_json(path, doc)
+    atomic_write_text(path, json.dumps(doc))
     n_min = min(len(v) for v in doc["eval"].values()) if doc["eval"] else 0
     click.echo(f"EvalPlus results → {path} ({len(doc['eval'])} task(s), >= {n_min} sample(s) each)")
     for col, title in (("base", "base tests"), ("plus", "base + extra tests")):
@@ -257,6 +291,8 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path | None, problems_
         stem = str(samples_path)[: -len(".jsonl")] if str(samples_path).endswith(".jsonl") else str(samples_path)
         out_path = Path(stem + "_verdicts.jsonl")
     samples = _read_samples(samples_path)
+    if not samples:
+        raise click.ClickException(f"{samples_path}: no samples (the file holds no JSON line)")
     problems, origin = _load_problems(name, problems_dir, release)
     full, native = _index(problems)
     chosen: list[Any] = []
@@ -299,4 +335,4 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path | None, problems_
         npl = sum(r.get("base_status") == r.get("plus_status") == "pass" for r in rows)
         click.echo(f"EvalPlus columns: base {nb / n:.4f} ({nb}/{n}), base+plus {npl / n:.4f} ({npl}/{n})")
         if eval_results:
-            _write_evalplus_results(samples, items, results, ks, samples_path)
+            _write_evalplus_results(samples, items, results, ks, samples_path, judge)

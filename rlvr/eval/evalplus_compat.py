@@ -13,16 +13,19 @@ Source: ``evalplus`` 0.3.1, ``evalplus/evaluate.py`` (``evaluate``) and ``evalpl
   task has at least ``k`` samples (EvalPlus: ``if total.min() >= k``).
 * **Results file** (:func:`eval_results`): EvalPlus writes ``<samples>_eval_results.json`` (for ``samples.jsonl``)
   as ``{"date": "%Y-%m-%d %H:%M", "hash": <dataset hash>, "eval": {task_id: [{"task_id", "solution",
-  "base_status", "plus_status", "base_fail_tests", "plus_fail_tests"}, …]}, "pass_at_k": {"base": {"pass@k": …},
-  "plus": {…}}}``, one list entry per sample in the samples file's order. Statuses are ``pass`` / ``fail`` /
-  ``timeout`` (a failed group whose failing tests include a timeout, EvalPlus's ``TIMEOUT``); ``*_fail_tests`` holds
-  the first failing input's argument list (EvalPlus's default fast check stops there). ``hash`` here is rlvr's: the
-  sha256 of the judged problems' content hashes, so two results files compare only when their problems did.
+  "base_status", "plus_status", "base_fail_tests", "plus_fail_tests"}, …]}}``, one list entry per sample in the
+  samples file's order; rlvr adds ``"pass_at_k": {"base": {"pass@k": …}, "plus": {…}}`` (what 0.3.1 prints; later
+  EvalPlus releases write it too; 0.3.1 reads only ``eval`` back). Statuses are ``pass`` / ``fail``, and ``timeout``
+  only where EvalPlus's outer timeout kills the check: a program whose execution never reaches its entry point
+  (a test that times out is ``fail``: EvalPlus's per-input limit raises inside its check). ``*_fail_tests`` holds the
+  first failing input as EvalPlus writes it (:mod:`rlvr.eval.evalplus_inputs`: tuples as lists, MBPP+ 115/124/252
+  re-serialised, ``Infinity``/``NaN``, integers in full; EvalPlus's default fast check stops at it), ``[]`` when the
+  group passed or the program failed before its tests. ``hash`` here is rlvr's: the sha256 of the judged problems'
+  content hashes, so two results files compare only when their problems did.
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -80,32 +83,33 @@ def problems_hash(problems: Sequence[Problem]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-def _args(text: str) -> Any:
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-def fail_tests(problem: Problem, result: JudgeResult | None) -> dict[str, Any]:
+def fail_tests(problem: Problem, result: JudgeResult | None, loaded: str | None = None) -> dict[str, Any]:
     """``{"base_status", "plus_status", "base_fail_tests", "plus_fail_tests"}`` of one sample in EvalPlus's terms
-    (module doc). A result without per-test records (nothing ran) fails both groups with no failing input listed."""
+    (module doc): a group passes iff each of its tests is ``accepted``, else ``fail`` (a test that timed out too:
+    EvalPlus's per-input time limit raises inside its check, which it counts as ``fail``) with the first failing
+    test's input (:func:`rlvr.eval.evalplus_inputs.evalplus_input`).
+
+    ``loaded``: whether the program got as far as the tests: ``None`` (it did, or unknown), ``"fail"`` (executing it
+    raised or exited before its entry point existed) or ``"timeout"`` (executing it did not end). EvalPlus then
+    writes that status for both groups with no failing input (its ``exec`` of the solution is outside the per-input
+    loop; a hang there is killed by the outer timeout, status ``timeout``). A result without per-test records
+    (nothing ran) or a program that does not compile fails both groups with no failing input listed."""
+    from rlvr.eval.evalplus_inputs import evalplus_input
+
     out: dict[str, Any] = {}
     ran = result is not None and len(result.tests) == len(problem.tests)
     compiled = ran and not any(r.verdict == "syntax_error" for r in result.tests)  # type: ignore[union-attr]
     for g in ("base", "plus"):
         idx = [i for i, t in enumerate(problem.tests) if getattr(t, "group", None) == g]
-        if not compiled:
-            out[f"{g}_status"], out[f"{g}_fail_tests"] = "fail", []
+        if not compiled or loaded is not None:
+            out[f"{g}_status"], out[f"{g}_fail_tests"] = loaded if compiled and loaded else "fail", []
             continue
         bad = [i for i in idx if result.tests[i].verdict != "accepted"]  # type: ignore[union-attr]
         if not bad:
             out[f"{g}_status"], out[f"{g}_fail_tests"] = "pass", []
             continue
-        timed = any(result.tests[i].verdict == "timeout" for i in bad)  # type: ignore[union-attr]
-        out[f"{g}_status"] = "timeout" if timed else "fail"
-        first = problem.tests[bad[0]]
-        out[f"{g}_fail_tests"] = [_args(first.args)] if hasattr(first, "args") else []
+        first = evalplus_input(problem, bad[0])
+        out[f"{g}_status"], out[f"{g}_fail_tests"] = "fail", ([] if first is None else [first])
     return out
 
 
@@ -132,20 +136,23 @@ def pass_at_k_columns(rows: Sequence[Mapping[str, Any]], ks: Sequence[int] = DEF
 
 def eval_results(samples: Sequence[Mapping[str, Any]], problems: Sequence[Problem],
                  results: Sequence[JudgeResult | None], ks: Sequence[int] = DEFAULT_KS,
-                 now: datetime | None = None) -> dict[str, Any]:
+                 now: datetime | None = None, loaded: Sequence[str | None] | None = None) -> dict[str, Any]:
     """The ``<samples>_eval_results.json`` object (module doc) for judged samples.
 
     Args:
         samples: ``{"task_id", "solution"}`` per sample (``solution``: the program judged), in file order.
         problems / results: the problem and the verdict of each sample (same length as ``samples``).
         ks: the k values to report. now: the timestamp (default: the current local time).
-    Raises ``ValueError`` when the three sequences differ in length."""
-    if not (len(samples) == len(problems) == len(results)):
-        raise ValueError(f"eval_results: {len(samples)} samples, {len(problems)} problems, {len(results)} results")
+        loaded: per sample, whether the program reached its tests (:func:`fail_tests`; default: all did).
+    Raises ``ValueError`` when the sequences differ in length."""
+    loaded = list(loaded) if loaded is not None else [None] * len(samples)
+    if not (len(samples) == len(problems) == len(results) == len(loaded)):
+        raise ValueError(f"eval_results: {len(samples)} samples, {len(problems)} problems, {len(results)} results, "
+                         f"{len(loaded)} load statuses")
     ev: dict[str, list[dict[str, Any]]] = {}
     rows = []
-    for s, p, r in zip(samples, problems, results, strict=True):
-        entry = {"task_id": s["task_id"], "solution": s["solution"], **fail_tests(p, r)}
+    for s, p, r, ld in zip(samples, problems, results, loaded, strict=True):
+        entry = {"task_id": s["task_id"], "solution": s["solution"], **fail_tests(p, r, ld)}
         if not any(getattr(t, "group", None) for t in p.tests):  # not an EvalPlus problem: the verdict is base
             ok = r is not None and r.accepted
             entry.update(base_status="pass" if ok else "fail", plus_status=None, base_fail_tests=[],
