@@ -110,9 +110,37 @@ def _fill_missing_expected(problems: list[Any], judge: Any) -> list[Any]:
     if not pending:
         return problems
     click.echo(f"computing expected outputs of {len(pending)} problem(s) from their reference solutions", err=True)
-    kept, _ = fill_expected(pending, judge, workers=max(1, int(getattr(judge, "workers", 1) or 1)))
+    kept, report = fill_expected(pending, judge, workers=max(1, int(getattr(judge, "workers", 1) or 1)))
+    if report["dropped"]:
+        first = report["dropped"][0]
+        click.echo(f"{len(report['dropped'])} problem(s) without expected outputs, their samples not judged "
+                   f"(sandbox_error); first: {first['id']}: {first['reason']}", err=True)
     filled = {p.id: p for p in kept}
     return [filled.get(p.id, p) for p in problems]
+
+
+def _judge_unless_unfilled(judge: Any, items: list[Any]) -> list[Any]:
+    """Judge ``items`` (:func:`_judge_with_progress`), except the samples of a problem whose expected outputs could
+    not be computed (a call test still without ``expected``: the reference run failed, e.g. its request to a remote
+    judge failed after its retries): those get verdict ``sandbox_error`` here, without a request, so one failed
+    reference run counts once in the failure share (:class:`~rlvr.judge.preflight.GuardedJudge`), not once per
+    sample."""
+    from rlvr.data.schema import CallTest
+    from rlvr.judge.verdict import TestResult, summarise
+
+    def unfilled(p: Any) -> bool:
+        return any(isinstance(t, CallTest) and t.expected is None for t in p.tests)
+
+    todo = [i for i, (p, _) in enumerate(items) if not unfilled(p)]
+    out: list[Any] = [None] * len(items)
+    for i, r in zip(todo, _judge_with_progress(judge, [items[i] for i in todo]), strict=True):
+        out[i] = r
+    msg = "expected outputs unavailable: the reference solution could not be run (see above); not judged"
+    for i, (p, _) in enumerate(items):
+        if out[i] is None:
+            out[i] = summarise([TestResult(index=j, verdict="sandbox_error", message=msg)
+                                for j in range(len(p.tests))], 0.0, msg)
+    return out
 
 
 def _checked_judge(factory: Any) -> Any:
@@ -312,7 +340,7 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path | None, problems_
         p = by_id[p.id]
         code = s["code"] if s["kind"] == "solution" else p.starter_code + s["code"]
         items.append((p, code))
-    results = _judge_with_progress(judge, items)
+    results = _judge_unless_unfilled(judge, items)
     _check_sandbox_errors(judge)
     rows = [
         {"task_id": s["task_id"], "problem_id": p.id, "verdict": r.verdict, "passed": r.passed, "total": r.total,

@@ -12,8 +12,11 @@
   generated driver program; outputs are compared on this side (:mod:`rlvr.judge.fallback`, which also states the
   limits of that mode).
 
-Retries, backpressure and request ids: :mod:`rlvr.judge.transport` (a request is retried only on transport errors
-and HTTP 502/503/504, ``503 + Retry-After`` is waited out, an answer carrying another request's id is discarded).
+Retries, backpressure and request ids: :mod:`rlvr.judge.transport` (a request is retried only on transport errors,
+HTTP 502/503/504 and answers that are themselves an infrastructure failure — ``/run_code``'s ``SandboxError``, a
+``sandbox_error`` verdict of ``/rlvr/judge`` — as that one request; ``503 + Retry-After`` is waited out; an answer
+carrying another request's id is discarded). Each logical request is counted once
+(:meth:`~rlvr.judge.transport.RetryingHTTP.request_counts`), which is what decides a run's failure.
 When the server stays unreachable, :meth:`RemoteJudge.judge` returns verdict ``sandbox_error`` (infrastructure, never
 the program's fault), :meth:`~RemoteJudge.run_code` a ``RunResult`` with status ``Error``, and
 :meth:`~RemoteJudge.call_outputs` raises :class:`~rlvr.judge.sandbox.SandboxError`, as the embedded judge does.
@@ -26,7 +29,6 @@ import base64
 import os
 import threading
 import time
-import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -112,7 +114,7 @@ class RemoteJudge(RetryingHTTP):
 
         Raises :class:`RemoteUnavailable` when the server cannot be reached."""
         if self._native is None:
-            resp = self._request("GET", "/rlvr/info", 30.0)
+            resp = self.call("GET", "/rlvr/info", 30.0)
             self._native = resp.status_code == 200
         return self._native
 
@@ -142,12 +144,10 @@ class RemoteJudge(RetryingHTTP):
     def _judge_native(self, problem: Problem, solution: str, language: str) -> JudgeResult:
         from rlvr.judge.languages import UnknownLanguageError
 
-        rid = uuid.uuid4().hex
-        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language,
-                "request_id": rid}
-        resp = self._request(
-            "POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body, request_id=rid,
-            require_id=True,
+        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language}
+        resp = self.call(
+            "POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body, require_id=True,
+            id_in_body=True, infra_failure=_judge_infra,
         )
         if resp.status_code == 200:
             try:
@@ -177,11 +177,10 @@ class RemoteJudge(RetryingHTTP):
         if not calls:
             return []
         if self.is_native():
-            rid = uuid.uuid4().hex
-            body = {"problem": problem.model_dump(mode="json"), "solution": solution, "request_id": rid}
-            resp = self._request(
-                "POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls), False), body, request_id=rid,
-                require_id=True,
+            body = {"problem": problem.model_dump(mode="json"), "solution": solution}
+            resp = self.call(
+                "POST", "/rlvr/call_outputs", self._hang_timeout(problem, len(calls), False), body, require_id=True,
+                id_in_body=True,
             )
             if resp.status_code == 200:
                 data = self._json(resp)
@@ -195,9 +194,10 @@ class RemoteJudge(RetryingHTTP):
 
     # ---------------------------------------------------------------------------------------------------- run_code
     def _post_run(self, body: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """POST ``body`` to ``/run_code`` (with a fresh ``X-Request-ID``, checked when the server echoes it). Raises
-        :class:`SandboxError` for any answer other than a JSON object with HTTP 200."""
-        resp = self._request("POST", "/run_code", timeout, body, request_id=uuid.uuid4().hex)
+        """POST ``body`` to ``/run_code`` (with a fresh ``X-Request-ID``, checked when the server echoes it; an
+        infrastructure answer retried as this one request, :func:`_run_infra`). Raises :class:`SandboxError` for any
+        answer other than a JSON object with HTTP 200."""
+        resp = self.call("POST", "/run_code", timeout, body, infra_failure=_run_infra)
         if resp.status_code != 200:
             raise SandboxError(f"/run_code answered HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
         data = self._json(resp)
@@ -226,7 +226,7 @@ class RemoteJudge(RetryingHTTP):
         from rlvr.judge.languages import UnknownLanguageError
 
         try:
-            resp = self._request("POST", "/run_code", timeout_s + 90.0, body, request_id=uuid.uuid4().hex)
+            resp = self.call("POST", "/run_code", timeout_s + 90.0, body, infra_failure=_run_infra)
             if resp.status_code in (400, 422):  # the request itself is wrong: raise, as the embedded judge does
                 detail = self._detail(resp)
                 if detail.startswith("field 'language'"):
@@ -269,6 +269,37 @@ class RemoteJudge(RetryingHTTP):
             stdout=stdout, stderr=stderr, time_s=float(run.get("execution_time") or 0.0),
             cpu_s=float(run.get("cpu_time") or 0.0),
         )
+
+def _body(resp: httpx.Response) -> Any:
+    if resp.status_code != 200:
+        return None
+    try:
+        return resp.json()
+    except ValueError:
+        return None
+
+
+def _judge_infra(resp: httpx.Response) -> str | None:
+    """Why a ``/rlvr/judge`` answer is an infrastructure failure: the server's own sandbox failed (verdict
+    ``sandbox_error``); ``None`` otherwise (an answer about the program, or an error handled by the caller)."""
+    data = _body(resp)
+    return "sandbox_error verdict" if isinstance(data, dict) and data.get("verdict") == "sandbox_error" else None
+
+
+def _run_infra(resp: httpx.Response) -> str | None:
+    """Why a ``/run_code`` answer is an infrastructure failure (SandboxFusion: ``status: "SandboxError"``, or a run
+    that did not happen: no ``run_result`` or its status ``Error``, when the program compiled); ``None`` otherwise."""
+    data = _body(resp)
+    if not isinstance(data, dict):
+        return None
+    if data.get("status") == "SandboxError":
+        return "SandboxError"
+    comp = data.get("compile_result") or {}
+    if comp and (comp.get("status") != "Finished" or comp.get("return_code")):
+        return None
+    run = data.get("run_result") or {}
+    return "no run result" if not run or run.get("status") == "Error" else None
+
 
 # ------------------------------------------------------------------------------------------------------ get_judge
 _LOCK = threading.Lock()

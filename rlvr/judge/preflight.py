@@ -8,8 +8,13 @@ Without these guards a run would score 0 everywhere and exit 0, and DVC would ca
   otherwise it raises :class:`JudgeUnavailable` with one sentence naming where the judge is (the URL, or
   ``embedded``) and the error.
 * :class:`GuardedJudge` wraps a judge, counts the verdicts it hands out, and :meth:`GuardedJudge.check_sandbox_errors`
-  raises :class:`SandboxErrorShareExceeded` when the ``sandbox_error`` share passes ``judge.max_sandbox_error_share``
-  (params section ``judge``, :class:`JudgeParams`).
+  raises :class:`SandboxErrorShareExceeded` when the share of failed judge *requests* passes
+  ``judge.max_sandbox_error_share`` (params section ``judge``, :class:`JudgeParams`). Infrastructure failures are
+  counted per request, never per verdict: a remote judge's own count of logical HTTP requests and of those that still
+  failed after their retries (:meth:`rlvr.judge.transport.RetryingHTTP.request_counts`; one failed ``/run_code``
+  request of a many-test submission, or one failed expected-output run shared by many samples, is one failure); the
+  embedded judge's requests are its judged submissions (``sandbox_error`` verdicts) and ``call_outputs`` runs (a
+  :class:`~rlvr.judge.sandbox.SandboxError`).
 * :func:`open_judge` is how a stage gets its judge: preflight at start, the ceiling checked when the stage's judging
   is done and before it writes metrics, so such a run fails non-zero and writes none.
 
@@ -124,6 +129,7 @@ class GuardedJudge:
         self.counts: Counter[str] = Counter()
         self._count_lock = threading.Lock()
         self._examples: list[str] = []
+        self._calls = [0, 0]  # call_outputs runs, of which failed (SandboxError): the embedded judge's requests
 
     def __getattr__(self, name: str) -> Any:
         if name == "_inner" or name.startswith("__"):  # unpickling / copying: no wrapped judge yet
@@ -163,6 +169,35 @@ class GuardedJudge:
         self._record([result])
         return result
 
+    def call_outputs(self, *args: Any, **kwargs: Any) -> Any:
+        """The wrapped judge's ``call_outputs``, counted as one request (failed when it raises
+        :class:`~rlvr.judge.sandbox.SandboxError`, the infrastructure's failure)."""
+        from rlvr.judge.sandbox import SandboxError
+
+        try:
+            out = self._inner.call_outputs(*args, **kwargs)
+        except SandboxError as exc:
+            with self._count_lock:
+                self._calls[0] += 1
+                self._calls[1] += 1
+                if not self._examples:
+                    self._examples.append(_first_line(str(exc)))
+            raise
+        with self._count_lock:
+            self._calls[0] += 1
+        return out
+
+    def request_counts(self) -> tuple[int, int]:
+        """``(requests, failed)`` that decide the share (module docstring): the wrapped judge's own per-request count
+        when it keeps one (a remote judge), else judged submissions plus ``call_outputs`` runs, and of those the
+        ``sandbox_error`` verdicts plus the runs that raised ``SandboxError``."""
+        own = getattr(self._inner, "request_counts", None)
+        if callable(own):
+            sent, failed = own()
+            return int(sent), int(failed)
+        with self._count_lock:
+            return sum(self.counts.values()) + self._calls[0], self.counts["sandbox_error"] + self._calls[1]
+
     def close(self) -> None:
         """Close the wrapped judge, if it can be closed."""
         close = getattr(self._inner, "close", None)
@@ -170,14 +205,22 @@ class GuardedJudge:
             close()
 
     def sandbox_error_share(self) -> float:
-        """Fraction of counted verdicts that were ``sandbox_error`` (0.0 when none were counted)."""
-        with self._count_lock:
-            n = sum(self.counts.values())
-            return self.counts["sandbox_error"] / n if n else 0.0
+        """Fraction of the judge requests that failed (:meth:`request_counts`; 0.0 when none were made)."""
+        sent, failed = self.request_counts()
+        return failed / sent if sent else 0.0
 
     def check_verdicts(self, verdicts: Iterable[str], what: str) -> None:
-        """Raise :class:`SandboxErrorShareExceeded` when the ``sandbox_error`` share of ``verdicts`` (e.g. the rows of
-        one dataset, resumed ones included) is above ``max_share``; ``what`` names them in the message."""
+        """Raise :class:`SandboxErrorShareExceeded` when too much of ``what`` (e.g. the rows of one dataset, resumed
+        ones included) failed for the infrastructure: with a judge that counts its requests (remote), the share of
+        failed requests so far (:meth:`check_sandbox_errors`; a row's ``sandbox_error`` verdict may stand for one
+        failed request among many, or for none of this run); otherwise the ``sandbox_error`` share of ``verdicts``
+        (the embedded judge: one verdict, one request). ``what`` names them in the message."""
+        if callable(getattr(self._inner, "request_counts", None)):
+            try:
+                self.check_sandbox_errors()
+            except SandboxErrorShareExceeded as exc:
+                raise SandboxErrorShareExceeded(f"{what}: {exc}") from None
+            return
         counts = Counter(verdicts)
         n = sum(counts.values())
         share = counts["sandbox_error"] / n if n else 0.0
@@ -188,16 +231,17 @@ class GuardedJudge:
                 f"programs; no metrics written")
 
     def check_sandbox_errors(self) -> None:
-        """Raise :class:`SandboxErrorShareExceeded` when the ``sandbox_error`` share of the verdicts counted so far
-        is above ``max_share``; the message is one line naming the count, the share, the judge and one error."""
-        share = self.sandbox_error_share()
+        """Raise :class:`SandboxErrorShareExceeded` when the share of failed judge requests so far
+        (:meth:`request_counts`) is above ``max_share``; the message is one line naming the count, the share, the
+        judge and one error."""
+        sent, failed = self.request_counts()
+        share = failed / sent if sent else 0.0
         if share > self.max_share:
-            n = sum(self.counts.values())
             example = f"; first error: {self._examples[0]}" if self._examples and self._examples[0] else ""
             raise SandboxErrorShareExceeded(
-                f"{self.counts['sandbox_error']} of {n} verdicts ({share:.1%}) were sandbox_error, above "
-                f"judge.max_sandbox_error_share={self.max_share:g}: the judge ({self.where}) failed, not the "
-                f"programs; no metrics written{example}")
+                f"{failed} of {sent} judge requests ({share:.1%}) failed for the infrastructure (sandbox_error, "
+                f"after per-request retries), above judge.max_sandbox_error_share={self.max_share:g}: the judge "
+                f"({self.where}) failed, not the programs; no metrics written{example}")
 
 
 def load_judge_params(params_path: str | Path = "params.yaml") -> JudgeParams:

@@ -8,6 +8,12 @@ HTTP-date) is waited out instead: sleep the advised delay (capped at ``max_backo
 long as the total waiting stays within ``max_wait_s``; these answers do not use up ``retries``, since the server is
 healthy and merely full.
 
+Per request, not per verdict: an answer that is itself an infrastructure failure (SandboxFusion's ``status:
+"SandboxError"``, an rlvr server's ``sandbox_error`` verdict) is retried the same way, as a new attempt of that one
+request (:meth:`RetryingHTTP.call`), and every logical request is counted once, as failed when its last attempt still
+failed (:meth:`RetryingHTTP.request_counts`): one test's failed ``/run_code`` request is one failed request, whatever
+number of verdicts it touches. :class:`rlvr.judge.preflight.GuardedJudge` decides a run's failure on that share.
+
 Request ids: each logical request carries a fresh random id in ``X-Request-ID`` (and, on rlvr's native API, in the
 body's ``request_id``), kept across its retries. The rlvr server echoes it; a 200 answer that echoes another id (a
 proxy or a connection pool mixing up answers), or a native answer that echoes none, is discarded and the request
@@ -81,6 +87,49 @@ class RetryingHTTP:
         self._http = httpx.Client(base_url=url, transport=transport, limits=limits, timeout=60.0)
         self._lock = threading.Lock()
         self._closed = False
+        self._sent = 0  # logical requests ended (call): counted once each, retries included in one
+        self._failed = 0  # ... of which the last attempt still failed (unreachable, or an infrastructure answer)
+
+    def request_counts(self) -> tuple[int, int]:
+        """``(requests, failed)``: logical requests ended through :meth:`call` so far, and those whose last attempt
+        failed (the server unreachable after every retry, or still answering an infrastructure failure)."""
+        with self._lock:
+            return self._sent, self._failed
+
+    def call(
+        self, method: str, path: str, timeout: float, body: dict[str, Any] | None = None, *,
+        require_id: bool = False, id_in_body: bool = False,
+        infra_failure: Callable[[httpx.Response], str | None] | None = None,
+    ) -> httpx.Response:
+        """One logical request, retried per request and counted once (module docstring).
+
+        Each attempt carries a fresh request id (``X-Request-ID``; with ``id_in_body`` also the body's
+        ``request_id``) and goes through :meth:`_request` (transport errors, 502/503/504, foreign answers).
+        ``infra_failure(resp)``: why an answer is an infrastructure failure (``None``: it is not); such an answer is
+        retried with the jittered backoff up to ``retries`` times and the last one returned (counted as failed).
+        Raises :class:`RemoteUnavailable` (counted as failed)."""
+        import uuid
+
+        attempt = 0
+        while True:
+            rid = uuid.uuid4().hex
+            sent = {**body, "request_id": rid} if id_in_body and body is not None else body
+            try:
+                resp = self._request(method, path, timeout, sent, request_id=rid, require_id=require_id)
+            except RemoteUnavailable:
+                self._count(failed=True)
+                raise
+            why = infra_failure(resp) if infra_failure is not None else None
+            if why is None or attempt >= self.retries:
+                self._count(failed=why is not None)
+                return resp
+            self._sleep(self._backoff(attempt))
+            attempt += 1
+
+    def _count(self, failed: bool) -> None:
+        with self._lock:
+            self._sent += 1
+            self._failed += failed
 
     def _backoff(self, attempt: int) -> float:
         return random.uniform(0.0, min(self.max_backoff_s, self.backoff_s * (2**attempt)))

@@ -83,7 +83,7 @@ def test_guarded_judge_counts_and_enforces_the_ceiling() -> None:
     assert g.counts == {"accepted": 19, "sandbox_error": 1} and g.sandbox_error_share() == 0.05
     g.check_sandbox_errors()  # exactly at the ceiling: fine
     g.judge(p, "x")
-    with pytest.raises(SandboxErrorShareExceeded, match=r"2 of 21 verdicts \(9\.5%\) were sandbox_error"):
+    with pytest.raises(SandboxErrorShareExceeded, match=r"2 of 21 judge requests \(9\.5%\) failed"):
         g.check_sandbox_errors()
     g.check_verdicts(["accepted"] * 20 + ["sandbox_error"], "eval x/y")
     with pytest.raises(SandboxErrorShareExceeded, match=r"^eval x/y: 1 of 2 verdicts"):
@@ -192,8 +192,9 @@ def test_a_stage_whose_verdicts_are_sandbox_errors_fails_without_metrics(tmp_pat
     res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check"])
     assert res.exit_code == 1
     assert res.output.strip() == (
-        "1 of 1 verdicts (100.0%) were sandbox_error, above judge.max_sandbox_error_share=0.05: the judge (embedded) "
-        "failed, not the programs; no metrics written; first error: sandbox failure: worker died")
+        "1 of 1 judge requests (100.0%) failed for the infrastructure (sandbox_error, after per-request retries), "
+        "above judge.max_sandbox_error_share=0.05: the judge (embedded) failed, not the programs; no metrics "
+        "written; first error: sandbox failure: worker died")
     assert not (tmp_path / "metrics").exists() and judge.closed
     (tmp_path / "params.yaml").write_text("judge_check: {}\njudge: {max_sandbox_error_share: 1.0}\n")
     res = CliRunner().invoke(mod.main, ["--problems-dir", str(pdir), "--out", "metrics/judge_check"])
