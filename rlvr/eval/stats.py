@@ -17,6 +17,10 @@ comparisons.
 * **Wilson score interval** of a proportion (Wilson 1927, "Probable inference, the law of succession, and statistical
   inference", *JASA* 22(158)): unlike the percentile bootstrap, which has zero width when every problem agrees
   (0/8 gives [0, 0]), it stays honest at 0 and 1 (0/8 gives about [0, 0.32]).
+* **Which interval a metric gets** (:func:`per_task_metric_cis`: the eval stage's metrics files, the HTML report and
+  ``rlvr summary`` all show it): accepted@1, a proportion of the problems, the Wilson interval; pass@k, a mean of
+  per-problem estimates, the percentile bootstrap, except at exactly 0 or 1 (every problem agrees: the bootstrap has
+  zero width) where the Wilson interval over the ``n`` problems is used.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ __all__ = [
     "mcnemar_exact",
     "paired_flips",
     "per_task_metric_cis",
+    "proportion_ci",
     "seed_summary",
     "wilson_ci",
 ]
@@ -104,17 +109,19 @@ def per_task_metric_cis(
     seed: int = 0,
     alpha: float = 0.05,
 ) -> dict[str, dict[str, float | int | None]]:
-    """Bootstrap CIs of accepted@1 and every pass@k found in per-task arrays.
+    """CIs of accepted@1 (Wilson) and every pass@k (percentile bootstrap; Wilson at 0 or 1) in per-task arrays
+    (module doc, "Which interval a metric gets").
 
     ``per_task``: ``{task_id: {"n", "c", "first": verdict of sample 0, "pass@k": float, …}}`` (the ``per_task``
     file written by :func:`rlvr.eval.protocol.evaluate`). accepted@1 per task is ``first == "accepted"``; pass@k per
-    task is the stored unbiased estimate (Chen et al. 2021). Every metric is resampled with the same seed (so the
-    same problem resamples are used for each). Returns ``{"accepted@1": ci, "pass@1": ci, …}`` (:func:`bootstrap_ci`).
+    task is the stored unbiased estimate (Chen et al. 2021). Every bootstrapped metric is resampled with the same seed
+    (so the same problem resamples are used for each). Returns ``{"accepted@1": ci, "pass@1": ci, …}`` (records of
+    :func:`bootstrap_ci`'s shape).
     Raises ``ValueError`` naming the task when a ``pass@k`` value is missing for some tasks but not others."""
     tasks = list(per_task.items())
     out: dict[str, dict[str, float | int | None]] = {}
-    acc = [1.0 if t.get("first") == "accepted" else 0.0 for _, t in tasks]
-    out["accepted@1"] = bootstrap_ci(acc, n_boot=n_boot, seed=seed, alpha=alpha)
+    acc = sum(t.get("first") == "accepted" for _, t in tasks)
+    out["accepted@1"] = proportion_ci(acc, len(tasks), n_boot=n_boot, alpha=alpha)
     keys = sorted({k for _, t in tasks for k in t if k.startswith("pass@")}, key=lambda k: int(k[5:]))
     for key in keys:
         vals = []
@@ -122,8 +129,24 @@ def per_task_metric_cis(
             if key not in t or t[key] is None:
                 raise ValueError(f"per-task arrays: task {tid!r} has no {key!r} while other tasks do")
             vals.append(float(t[key]))
-        out[key] = bootstrap_ci(vals, n_boot=n_boot, seed=seed, alpha=alpha)
+        ci = bootstrap_ci(vals, n_boot=n_boot, seed=seed, alpha=alpha)
+        if ci["value"] is not None and ci["value"] in (0.0, 1.0):  # every problem agrees: zero-width bootstrap
+            ci = proportion_ci(round(float(ci["value"]) * len(vals)), len(vals), n_boot=n_boot, alpha=alpha)
+        out[key] = ci
     return out
+
+
+def proportion_ci(successes: int, n: int, n_boot: int = 1000, alpha: float = 0.05) -> dict[str, float | int | None]:
+    """The Wilson interval (:func:`wilson_ci`) of ``successes / n`` as a CI record of :func:`bootstrap_ci`'s shape:
+    ``{"value", "lo", "hi", "n", "B", "alpha"}`` (``B`` is ``n_boot``, kept so every record has the same keys;
+    ``value``/``lo``/``hi`` ``None`` when ``n == 0``). Raises ``ValueError`` unless ``0 <= successes <= n``.
+
+    >>> ci = proportion_ci(0, 16); (ci["value"], ci["lo"], round(ci["hi"], 3))
+    (0.0, 0.0, 0.194)
+    """
+    w = wilson_ci(successes, n, alpha)
+    return {"value": successes / n if n else None, "lo": w[0] if w else None, "hi": w[1] if w else None, "n": int(n),
+            "B": int(n_boot), "alpha": float(alpha)}
 
 
 def seed_summary(values: Sequence[float | None]) -> dict[str, float | int | None]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rlvr.eval.stats import bootstrap_counts_ci, paired_flips, per_task_metric_cis, seed_summary
+from rlvr.eval.stats import paired_flips, per_task_metric_cis, proportion_ci, seed_summary
 from rlvr.judge.verdict import VERDICTS
 from rlvr.report import charts
 from rlvr.report.collect import Collected, Phase
@@ -49,8 +49,7 @@ def _phase_cis(phase: Phase, ds: str, cfg: ReportParams) -> dict[str, dict[str, 
     m = phase.datasets[ds]
     acc, n = m.get("accepted@1"), m.get("n_tasks")
     if isinstance(acc, int | float) and isinstance(n, int) and n > 0:
-        return {"accepted@1": bootstrap_counts_ci(round(acc * n), n, n_boot=cfg.bootstrap, seed=cfg.seed,
-                                                  alpha=cfg.alpha)}
+        return {"accepted@1": proportion_ci(round(acc * n), n, n_boot=cfg.bootstrap, alpha=cfg.alpha)}
     return {}
 
 
@@ -115,10 +114,11 @@ def quality_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
         blocks.append(table(
             ["dataset", "phase", "tasks", "samples/task", "accepted@1 [CI]", *[f"{k} [CI]" for k in ks],
              "pass_ratio mean", "exec success", "CI from"], rows,
-            title=f"accepted@1 and pass@k with {level} bootstrap CIs",
-            note=f"Percentile bootstrap over problems, B = {cfg.bootstrap}, seed {cfg.seed} (Efron & Tibshirani "
-                 "1993); pass@k is the unbiased estimator of Chen et al. 2021. CIs of pass@k need the per-task "
-                 "arrays."))
+            title=f"accepted@1 and pass@k with {level} CIs",
+            note="accepted@1: Wilson score interval (Wilson 1927); pass@k: percentile bootstrap over problems, "
+                 f"B = {cfg.bootstrap}, seed {cfg.seed} (Efron & Tibshirani 1993), Wilson where it is exactly 0 or 1; "
+                 "the same intervals as the metrics files and rlvr summary. pass@k is the unbiased estimator of Chen "
+                 "et al. 2021. CIs of pass@k need the per-task arrays."))
         seeded = {}
         for p in phases:
             if p.seed is not None:
