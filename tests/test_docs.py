@@ -149,7 +149,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_mkdocs_build_strict(site: Path) -> None:
     results = (site / "results" / "index.html").read_text(encoding="utf-8")
     assert "rlvr:table" not in results and "grpo_seed1" in results
-    api = (site / "reference" / "eval" / "index.html").read_text(encoding="utf-8")
+    api = (site / "reference" / "eval.html").read_text(encoding="utf-8")
     assert "run_eval" in api and "evaluate_resumable" in api  # generated from the docstrings
 
 
@@ -216,6 +216,17 @@ def _broken_links(site: Path, pages: dict[Path, _Page]) -> list[str]:
 
 
 @pytest.mark.slow
+def test_built_site_opens_from_files(site: Path) -> None:
+    """Opened from ``site/index.html`` without a web server (``file://``), every relative link (the navigation
+    included) names a page, never a directory (a browser shows a directory listing there): ``use_directory_urls:
+    false``."""
+    dirs = sorted({href for f, page in _pages(site).items() for href in page.links
+                   if not (u := urlsplit(href)).scheme and not u.netloc and u.path
+                   and (f.parent / unquote(u.path)).resolve().is_dir()})
+    assert not dirs, f"{len(dirs)} link(s) to a directory, e.g. {dirs[:5]}"
+
+
+@pytest.mark.slow
 def test_built_site_links_and_anchors_resolve(site: Path) -> None:
     """Every relative link of the built site (pages, the API reference, the generated results) names an existing
     file and, with ``#…``, an element id on it."""
@@ -265,8 +276,8 @@ def test_api_pages_link_their_cross_references(site: Path) -> None:
     left = [f.relative_to(site) for f in (site / "reference").rglob("*.html")
             if re.search(r":(func|class|meth|mod|attr|data|exc):<code>", f.read_text(encoding="utf-8"))]
     assert not left, left
-    model = (site / "reference" / "model" / "index.html").read_text(encoding="utf-8")
-    assert 'href="../io/#rlvr.io.atomic_dir"' in model  # :func:`rlvr.io.atomic_dir` in rlvr.model's docstrings
+    model = (site / "reference" / "model.html").read_text(encoding="utf-8")
+    assert 'href="io.html#rlvr.io.atomic_dir"' in model  # :func:`rlvr.io.atomic_dir` in rlvr.model's docstrings
 
 
 def test_html_checks_can_fail(tmp_path: Path) -> None:
