@@ -286,6 +286,13 @@ def judge_cmd(dataset: str, samples_path: Path, out_path: Path | None, problems_
               ks: tuple[int, ...], release: str | None, eval_results: bool) -> None:
     """Judge a samples file against a dataset and write one verdict line per sample.
 
+    A task_id matches a problem's full id or its native id (HumanEval/0 = humaneval/HumanEval/0); completion samples
+    are judged as starter code + completion. The judge is the embedded one, or the server at RLVR_SANDBOX_URL.
+    Output fields: task_id, problem_id, verdict, passed, total, pass_ratio, judge_s (seconds), message; for EvalPlus
+    datasets also base_status / plus_status, <samples>_eval_results.json in EvalPlus's layout and pass@k for base
+    and base + extra tests (docs/judge/index.md).
+
+    \f
     ``task_id`` matches a problem's full id or its native id (``HumanEval/0`` → ``humaneval/HumanEval/0``).
     ``completion`` samples are judged as ``starter_code + completion`` (the HumanEval/EvalPlus convention). Uses the
     judge of ``rlvr.judge.client.get_judge`` (remote when ``RLVR_SANDBOX_URL`` is set). Output fields: ``task_id``,
