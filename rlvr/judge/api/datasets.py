@@ -15,6 +15,11 @@ raises ``Faas api responded with code 501: …`` with this body, what to call in
 * score a samples file against a bundled dataset: ``rlvr judge --dataset NAME --samples FILE`` (EvalPlus-compatible);
 * prompts of a bundled dataset: ``data/governance/problems/<name>.jsonl`` (``statement``/``starter_code``), or
   ``rlvr.data.prompts.build_messages``.
+
+SandboxFusion's other unserved endpoint, ``/run_jupyter`` (cells run in a Jupyter kernel), is answered 501 the same
+way (:data:`OTHER_ENDPOINTS`), naming ``/run_code``. The official client retries *every* non-200 answer (tenacity,
+``max_attempts`` 5 for ``submit`` and ``run_code``, 3 for ``run_jupyter``, exponential jitter: about 18 s for 5), so
+a caller that expects the 501 passes ``max_attempts=1``.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from fastapi import APIRouter
 
 from rlvr.judge.api.common import BoundedJSONRoute, SafeJSONResponse
 
-__all__ = ["ALTERNATIVE", "ENDPOINTS", "router"]
+__all__ = ["ALTERNATIVE", "ENDPOINTS", "OTHER_ENDPOINTS", "router"]
 
 router = APIRouter(route_class=BoundedJSONRoute)
 
@@ -45,19 +50,29 @@ ALTERNATIVE = (
 )
 
 
-def _not_implemented(path: str) -> SafeJSONResponse:
-    return SafeJSONResponse(status_code=501, content={"detail": ALTERNATIVE, "endpoint": path,
-                                                      "alternative": "/common_evaluate_batch"})
+#: SandboxFusion's other endpoints rlvr does not serve: path → (method, the 501 body's ``detail``, ``alternative``).
+OTHER_ENDPOINTS: dict[str, tuple[str, str, str]] = {
+    "/run_jupyter": ("POST", "SandboxFusion's Jupyter execution (/run_jupyter) is not served by rlvr: run the cells' "
+                     "code as one program with POST /run_code (nothing persists between requests). See "
+                     "docs/judge/api.md.", "/run_code"),
+}
 
 
-def _register(path: str, method: str) -> None:
+def _not_implemented(path: str, detail: str = ALTERNATIVE,
+                     alternative: str = "/common_evaluate_batch") -> SafeJSONResponse:
+    return SafeJSONResponse(status_code=501, content={"detail": detail, "endpoint": path, "alternative": alternative})
+
+
+def _register(path: str, method: str, detail: str = ALTERNATIVE, alternative: str = "/common_evaluate_batch") -> None:
     async def handler() -> SafeJSONResponse:
-        return _not_implemented(path)
+        return _not_implemented(path, detail, alternative)
 
-    handler.__name__ = "sandboxfusion_dataset_" + path.strip("/")
+    handler.__name__ = "sandboxfusion_unserved_" + path.strip("/")
     router.add_api_route(path, handler, methods=[method], status_code=501, include_in_schema=True,
-                         summary=f"SandboxFusion {path}: 501, use /common_evaluate_batch or `rlvr judge`")
+                         summary=f"SandboxFusion {path}: 501, use {alternative}")
 
 
 for _path, _method in ENDPOINTS.items():
     _register(_path, _method)
+for _path, (_method, _detail, _alt) in OTHER_ENDPOINTS.items():
+    _register(_path, _method, _detail, _alt)
