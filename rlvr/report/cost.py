@@ -6,8 +6,17 @@ seconds per step, :func:`rlvr.layout.write_curves`), summarised per column. They
 ``plots``, so ``dvc metrics diff`` and ``dvc plots diff`` stay about behaviour; this command (or ``dvc metrics show
 metrics/cost/<file>``, which reads any JSON file named as a target) shows them.
 
-    rlvr cost                      # every cost file, one block per file: flattened key, value
-    rlvr cost final/eval_sft sft   # only files whose path (under metrics/cost/) contains one of these strings
+    rlvr cost                      # totals per stage: one screen (stage_totals)
+    rlvr cost --all                # the totals, then every cost file, one block per file: flattened key, value
+    rlvr cost final/eval_sft sft   # the blocks of the files whose path (under metrics/cost/) contains one of these
+
+Totals (:func:`stage_totals`): the files are grouped by the first folder under ``metrics/cost/`` (``final/<phase>``
+for the eval stage's phases), and per group the seconds are summed by kind: ``gen_s`` (``gen_wall_s``: generation,
+``eval@k`` included), ``judge_s`` (``judge_wall_s``, ``judge_s``: judging outside training), ``train_s``
+(``train_runtime_s``, ``mining_s``, ``rollout_s``) and ``wall_s`` (``stage_wall_s``, where a stage records its whole
+wall time; it includes the others); ``resumed`` sums ``resumed_tasks`` and ``resumed_from_step`` (0: nothing was
+resumed from the local cache). Means, percentiles, throughputs and the judging inside training steps
+(``judge_step_s``, part of ``train_s``) are not summed: they are in the per-file blocks.
 """
 
 from __future__ import annotations
@@ -20,7 +29,16 @@ import click
 
 from rlvr.io import read_json_object
 
-__all__ = ["cost_files", "curve_cost", "format_cost", "main"]
+__all__ = ["KINDS", "cost_files", "curve_cost", "format_cost", "format_totals", "main", "stage_totals"]
+
+#: Totals columns → the leaf keys (last part of a flattened key) summed into them (module doc).
+KINDS: dict[str, tuple[str, ...]] = {
+    "gen_s": ("gen_wall_s",),
+    "judge_s": ("judge_wall_s", "judge_s"),
+    "train_s": ("train_runtime_s", "mining_s", "rollout_s"),
+    "wall_s": ("stage_wall_s",),
+    "resumed": ("resumed_tasks", "resumed_from_step"),
+}
 
 
 def cost_files(metrics_dir: str | Path = "metrics", match: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
@@ -90,14 +108,59 @@ def format_cost(files: Mapping[str, Mapping[str, Any]]) -> str:
     return "\n\n".join(blocks) if blocks else "no cost files (run the pipeline: dvc repro)"
 
 
+def _group(name: str) -> str:
+    parts = name.split("/")
+    return "/".join(parts[:2]) if parts[0] == "final" and len(parts) > 2 else parts[0].removesuffix(".tsv")
+
+
+def stage_totals(files: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, float | int]]:
+    """``{group: {"files": n, "gen_s", "judge_s", "train_s", "wall_s" (seconds), "resumed"}}`` of :func:`cost_files`'
+    output, groups in file order (module doc: grouping and :data:`KINDS`); non-numeric values are skipped."""
+    out: dict[str, dict[str, float | int]] = {}
+    leaf_kind = {leaf: kind for kind, leaves in KINDS.items() for leaf in leaves}
+    for name, data in files.items():
+        row = out.setdefault(_group(name), {"files": 0, **dict.fromkeys(KINDS, 0)})
+        row["files"] += 1
+        for key, value in _flat(data).items():
+            kind = leaf_kind.get(key.rsplit(".", 1)[-1])
+            if kind and isinstance(value, int | float) and not isinstance(value, bool):
+                row[kind] += value
+    return out
+
+
+def format_totals(totals: Mapping[str, Mapping[str, float | int]]) -> str:
+    """The totals as one table: a row per group, then ``total`` (column sums); seconds to one decimal."""
+    cols = ["files", *KINDS]
+    rows = [[g, *(r[c] for c in cols)] for g, r in totals.items()]
+    rows.append(["total", *(sum(r[c] for r in totals.values()) for c in cols)])
+    cells = [[str(r[0]), *(f"{v:.1f}" if c.endswith("_s") else str(int(v)) for c, v in zip(cols, r[1:], strict=True))]
+             for r in rows]
+    head = ["stage", *cols]
+    width = [max(len(x[i]) for x in [head, *cells]) for i in range(len(head))]
+    line = lambda r: "  ".join(r[0].ljust(width[0]) if i == 0 else r[i].rjust(width[i])  # noqa: E731
+                               for i in range(len(r)))
+    return "\n".join([line(head), *(line(r) for r in cells)])
+
+
 @click.command("cost")
 @click.argument("match", nargs=-1)
+@click.option("--all", "show_all", is_flag=True, help="after the totals, every cost file's keys (hundreds of lines)")
 @click.option("--metrics-dir", default="metrics", show_default=True, type=click.Path(path_type=Path))
-def main(match: tuple[str, ...], metrics_dir: Path) -> None:
-    """Seconds, throughput, memory and tokens spent per stage, and what it resumed from the local cache
-    (metrics/cost/), optionally only files whose path contains one of MATCH."""
+def main(match: tuple[str, ...], show_all: bool, metrics_dir: Path) -> None:
+    """Seconds spent per stage (totals: generation, judging, training, wall; what was resumed from the local cache),
+    one screen; --all adds every cost file's keys (throughput, memory, tokens), MATCH shows only the files whose path
+    under metrics/cost/ contains one of MATCH."""
     try:
         files = cost_files(metrics_dir, match)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(format_cost(files))
+    if not files:
+        click.echo(format_cost(files))
+        return
+    if match and not show_all:
+        click.echo(format_cost(files))
+        return
+    click.echo("seconds per stage (metrics/cost/; --all or MATCH for every key of every file)")
+    click.echo(format_totals(stage_totals(files)))
+    if show_all:
+        click.echo("\n" + format_cost(files))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from click.testing import CliRunner
 
 from rlvr.layout import write_curves, write_metrics
@@ -15,9 +17,9 @@ def test_rlvr_cost_prints_the_cost_files_only(tmp_path):
     m = tmp_path / "metrics"
     write_metrics(m / "sft.json", {"dev": {"accepted@1": 0.7}, "train_runtime_s": 1.805, "steps": 240})
     write_metrics(m / "final" / "eval_sft.json", {"syn": {"accepted@1": 0.5, "judge_s_mean": 0.0123456}})
-    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m)])
+    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m), "--all"])
     assert res.exit_code == 0, res.output
-    assert res.output.splitlines()[:2] == ["final/eval_sft", "  syn.judge_s_mean  0.01235"]
+    assert "\n\nfinal/eval_sft\n  syn.judge_s_mean  0.01235\n" in res.output
     assert "train_runtime_s  1.805" in res.output and "accepted@1" not in res.output and "steps" not in res.output
     res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m), "final/"])
     assert res.output.splitlines()[0] == "final/eval_sft" and "train_runtime_s" not in res.output
@@ -61,3 +63,41 @@ def test_seed_overlays_put_every_seed_in_one_long_table(tmp_path):
     (m / "sft" / "curves.tsv").write_text("step\tloss\n1\t2.0\n")
     out = seed_overlays(collect(m, tmp_path / "data"))
     assert out == {"grpo.tsv": "step\tseed\treward_mean\taccepted\n5\t1\t0.25\t\n10\t1\t0.5\t\n5\t2\t0.1\t0.2\n"}
+
+
+def _many_cost_files(m):
+    """A run's worth of cost files: 3 eval phases x 12 datasets, training, judge_check, a curves TSV."""
+    for phase in ("eval_sft", "eval_dpo", "eval_grpo_seed1"):
+        for i in range(12):
+            write_metrics(m / phase / f"ds{i}.json", {"accepted@1": 0.5, "gen_wall_s": 2.0, "judge_wall_s": 0.5,
+                                                      "judge_s_mean": 0.01, "throughput_tokens_per_s": 400.0,
+                                                      "resumed_tasks": 1 if i == 0 else 0,
+                                                      "eval@k": {"gen_wall_s": 1.0}})
+    write_metrics(m / "sft.json", {"train_runtime_s": 60.0, "resumed_from_step": 0})
+    write_metrics(m / "judge_check" / "humaneval.json", {"judge_s": 3.5})
+    (m / "cost" / "grpo").mkdir(parents=True)
+    (m / "cost" / "grpo" / "seed-1.tsv").write_text("step\tjudge_step_s\n5\t0.5\n")
+
+
+def test_rlvr_cost_starts_with_totals_per_stage_on_one_screen(tmp_path):
+    m = tmp_path / "metrics"
+    _many_cost_files(m)
+    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(m)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert len(lines) <= 24 and max(map(len, lines)) <= 100, res.output  # one terminal screen
+    rows = {ln.split()[0]: ln.split()[1:] for ln in lines[2:]}
+    assert lines[1].split() == ["stage", "files", "gen_s", "judge_s", "train_s", "wall_s", "resumed"]
+    assert rows["eval_sft"] == ["12", "36.0", "6.0", "0.0", "0.0", "1"]  # 12 x (2 + 1 eval@k) s, 12 x 0.5 s
+    assert rows["sft"] == ["1", "0.0", "0.0", "60.0", "0.0", "0"]
+    assert rows["judge_check"] == ["1", "0.0", "3.5", "0.0", "0.0", "0"]
+    assert rows["total"] == ["39", "108.0", "21.5", "60.0", "0.0", "3"]
+    everything = CliRunner().invoke(cost_main, ["--metrics-dir", str(m), "--all"]).output
+    assert everything.startswith(res.output) and everything.count("judge_s_mean") == 36  # --all: every key too
+
+
+def test_rlvr_cost_of_the_committed_run_fits_a_screen():
+    res = CliRunner().invoke(cost_main, ["--metrics-dir", str(Path(__file__).parents[2] / "metrics")])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert len(lines) <= 30 and lines[-1].startswith("total"), res.output
