@@ -5,10 +5,13 @@ uvicorn's own knobs do part of it (:func:`uvicorn_options`): ``limit_concurrency
 stack). What uvicorn does not do is done by :class:`GuardedHttpTools` / :class:`GuardedH11`, its two HTTP/1.1
 protocols with a guard (:class:`Guard`) that, per connection:
 
-* refuses a connection beyond ``RLVR_SANDBOX_MAX_CONNECTIONS`` as soon as it is accepted (**503**, ``Retry-After``,
-  closed): the server's descriptors stay well under the open-file limit (raised to its hard limit at start,
-  :func:`raise_nofile_limit`), so a client holding connections cannot starve the sandboxes of pipes (an admitted
-  request failing as ``sandbox_error``), nor stop the server accepting;
+* keeps at most ``RLVR_SANDBOX_MAX_CONNECTIONS`` connections open: the server's descriptors stay well under the
+  open-file limit (raised to its hard limit at start, :func:`raise_nofile_limit`), so a client holding connections
+  cannot starve the sandboxes of pipes (an admitted request failing as ``sandbox_error``), nor stop the server
+  accepting. A connection accepted over the limit makes room by closing the oldest connection still waiting for a
+  request's headers (idle: closed silently, as a keep-alive timeout does; part-sent: **408**), so idle or slowloris
+  connections cannot lock other clients out; only when every connection has a request in flight is the new one
+  refused (**503**, ``Retry-After: 1``, closed);
 * gives a request's line and headers ``RLVR_SANDBOX_HEADER_TIMEOUT_S`` seconds from the connection (or from the
   previous answer on a kept-alive one), whatever trickles in meanwhile (**408** and closed: slowloris), and at most
   ``RLVR_SANDBOX_MAX_HEADER_KB`` KiB (**431** and closed): uvicorn arms no deadline before a connection's first request
@@ -106,6 +109,12 @@ def raw_response(status: int, detail: str, retry_after_s: int | None = None) -> 
     return ("\r\n".join(head) + "\r\n\r\n").encode("ascii") + body
 
 
+def _header_end(data: bytes) -> int:
+    """Index just past the blank line ending a request's headers in ``data`` (CRLF CRLF, or LF LF), -1 if none."""
+    ends = [i + n for i, n in ((data.find(b"\r\n\r\n"), 4), (data.find(b"\n\n"), 2)) if i >= 0]
+    return min(ends) if ends else -1
+
+
 @lru_cache(maxsize=1)
 def _settings_door() -> FrontDoor:
     return FrontDoor.from_settings()
@@ -120,6 +129,7 @@ class Guard:
     door: FrontDoor | None = None
     # provided by the uvicorn protocol class this is mixed into
     connections: set[Any]
+    server_state: Any
     cycle: Any
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
@@ -130,44 +140,71 @@ class Guard:
         super().connection_made(transport)  # type: ignore[misc]
         self._limits = self.door or _settings_door()
         self._head = 0
+        self._tail = b""
         self._deadline: asyncio.TimerHandle | None = None
+        waiting = self._waiting()
         if len(self.connections) > self._limits.max_connections:
-            self._refuse(503, f"too many connections (more than {self._limits.max_connections}, "
-                              "RLVR_SANDBOX_MAX_CONNECTIONS)", retry_after_s=1)
-            return
+            if not waiting:  # every connection has a request in flight
+                self._refuse(503, f"too many connections (more than {self._limits.max_connections}, "
+                                  "RLVR_SANDBOX_MAX_CONNECTIONS)", retry_after_s=1)
+                return
+            oldest = next(iter(waiting))  # idle, or still sending its headers: it makes room
+            limit = self._limits.max_connections
+            oldest._refuse(408 if oldest._head else None, "evicted: request headers not received before the "
+                           f"connection limit was reached (RLVR_SANDBOX_MAX_CONNECTIONS={limit})")
         self._arm()
+
+    def _waiting(self) -> dict[Guard, None]:
+        """This server's connections waiting for a request's headers, oldest first (kept on uvicorn's server
+        state, which every connection of one server shares)."""
+        state = self.server_state
+        waiting: dict[Guard, None] | None = getattr(state, "rlvr_awaiting_headers", None)
+        if waiting is None:
+            waiting = state.rlvr_awaiting_headers = {}
+        return waiting
 
     def _arm(self) -> None:
         self._head = 0
+        self._tail = b""
         self._deadline = self.loop.call_later(self._limits.header_timeout_s, self._expired)
+        self._waiting()[self] = None
 
     def _disarm(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
+            self._waiting().pop(self, None)
 
     def _expired(self) -> None:
         self._deadline = None
         self._refuse(408, f"request headers not received within {self._limits.header_timeout_s:g} s "
                           "(RLVR_SANDBOX_HEADER_TIMEOUT_S)")
 
-    def _refuse(self, status: int, detail: str, retry_after_s: int | None = None) -> None:
+    def _refuse(self, status: int | None, detail: str, retry_after_s: int | None = None) -> None:
+        """Answer ``status`` (``None``: nothing, as an idle keep-alive connection is closed) and close."""
         self._disarm()
         if not self.transport.is_closing():
-            self.transport.write(raw_response(status, detail, retry_after_s))
+            if status is not None:
+                self.transport.write(raw_response(status, detail, retry_after_s))
             self.transport.close()
 
     def data_received(self, data: bytes) -> None:
-        """Parse (uvicorn); while a request's headers are awaited, count their bytes against the cap."""
+        """While a request's headers are awaited, count their bytes (up to the blank line that ends them, which may
+        arrive in the same read as the body) against the cap, before the parser sees them; then parse (uvicorn)."""
+        if self._deadline is not None:
+            probe = self._tail + data
+            end = _header_end(probe)
+            size = self._head + (end - len(self._tail) if end >= 0 else len(data))
+            if size > self._limits.max_header_bytes:
+                self._refuse(431, f"request line and headers larger than {self._limits.max_header_bytes} bytes "
+                                  "(RLVR_SANDBOX_MAX_HEADER_KB)")
+                return
+            self._head = size
+            self._tail = probe[-3:]
         cycle = self.cycle
         super().data_received(data)  # type: ignore[misc]
         if self.cycle is not cycle:  # a request's headers are complete: the body's deadline is the app's
             self._disarm()
-        elif self._deadline is not None:
-            self._head += len(data)
-            if self._head > self._limits.max_header_bytes:
-                self._refuse(431, f"request line and headers larger than {self._limits.max_header_bytes} bytes "
-                                  "(RLVR_SANDBOX_MAX_HEADER_KB)")
 
     def on_response_complete(self) -> None:
         """After an answer (uvicorn), re-arm the header deadline for the connection's next request unless one is
