@@ -183,6 +183,7 @@ class Guard:
     def _refuse(self, status: int | None, detail: str, retry_after_s: int | None = None) -> None:
         """Answer ``status`` (``None``: nothing, as an idle keep-alive connection is closed) and close."""
         self._disarm()
+        self.connections.discard(self)  # counted out now, not when the loop gets to its connection_lost
         if not self.transport.is_closing():
             if status is not None:
                 self.transport.write(raw_response(status, detail, retry_after_s))
