@@ -44,6 +44,7 @@ from rlvr.judge.api.common import (
     SafeJSONResponse,
     check_request_id,
 )
+from rlvr.judge.api.frontdoor import uvicorn_stack
 from rlvr.judge.api.limits import BodyLimit
 from rlvr.judge.api.metrics import Metrics
 
@@ -335,20 +336,3 @@ def serve(host: str = "127.0.0.1", port: int = 8080, workers: int = 1, log_level
         "rlvr.judge.api.app:create_app", factory=True, host=host, port=port, workers=workers, log_level=log_level,
         access_log=False, **uvicorn_options(),
     )
-
-
-def uvicorn_stack() -> dict[str, str]:
-    """uvicorn's event loop and HTTP/1.1 implementation for the server, as ``uvicorn.Config`` keyword arguments:
-    ``uvloop`` and ``httptools`` (C: 0.3–0.55 ms less CPU of the server process per ``/common_evaluate_batch``
-    request of 10 stdio tests than the pure-Python stack, on a 2-core VM) when they import, else ``asyncio`` and
-    ``h11``, each on its own. Both are project dependencies; the fallback keeps a
-    machine without their wheels serving. Neither moves a bound: the body limit, admission and the off-loop work are
-    ASGI middleware and endpoint code above either stack."""
-    out = {}
-    for key, fast, plain in (("loop", "uvloop", "asyncio"), ("http", "httptools", "h11")):
-        try:
-            __import__(fast)
-            out[key] = fast
-        except ImportError:
-            out[key] = plain
-    return out
