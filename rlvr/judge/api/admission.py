@@ -7,6 +7,12 @@ estimated time to drain the queue from the recent mean service time, 1 s to ``RL
 instead of queueing without bound. :class:`~rlvr.judge.client.RemoteJudge` honours it. Not gated: ``/v1/ping``,
 ``/rlvr/info``, ``/metrics``.
 
+Admission starts before the body is read: a gated request first takes one of ``RLVR_SANDBOX_MAX_BODIES`` body places
+(:meth:`AdmissionGate.body_place`; none free, or the queue full: 503 with ``Connection: close``, the body unread), and
+its body must then arrive within ``RLVR_SANDBOX_BODY_TIMEOUT_S`` (else 408), so request bodies in memory are bounded
+by places × ``RLVR_SANDBOX_MAX_BODY_MB`` and a slow sender holds a place for a bounded time. A server out of file
+descriptors answers 503 too (:class:`OutOfDescriptors`), never ``sandbox_error``.
+
 The event loop never works on request content. A gated endpoint (:func:`admitted`) only receives the body's bytes on
 the loop (bounded by ``RLVR_SANDBOX_MAX_BODY_MB``, never parsed there), waits for admission, and then runs
 everything else in the app's judging threads (:func:`off_loop`): JSON decoding and schema validation, building the

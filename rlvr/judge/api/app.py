@@ -4,8 +4,11 @@ Endpoints, by wire API: :mod:`rlvr.judge.api.sandboxfusion` (``GET /v1/ping``, `
 :mod:`rlvr.judge.api.scalebox` (``POST /common_evaluate_batch``), :mod:`rlvr.judge.api.native` (``/rlvr/*``), plus
 ``GET /metrics`` (:mod:`rlvr.judge.api.metrics`). Backpressure: :mod:`rlvr.judge.api.admission`. Input limits
 (4xx naming the field, 413 for bodies over ``RLVR_SANDBOX_MAX_BODY_MB``): :mod:`rlvr.judge.api.limits`. Every answer
-is UTF-8-safe JSON (:class:`~rlvr.judge.api.common.SafeJSONResponse`); errors: 400/413/422 for the request, 503 +
-``Retry-After`` when saturated, 500 ``sandbox_error: …`` only when the judge itself fails.
+is UTF-8-safe JSON (:class:`~rlvr.judge.api.common.SafeJSONResponse`); errors: 400/413/422 for the request (400 for
+an ``X-Request-ID`` that is not 1–128 printable ASCII characters, before anything runs), 408 for a body slower than
+``RLVR_SANDBOX_BODY_TIMEOUT_S``, 503 + ``Retry-After`` when saturated (no body place, queue full, out of file
+descriptors), 500 ``sandbox_error: …`` only when the judge itself fails. Connections, headers and their deadlines
+are bounded below the app, by :mod:`rlvr.judge.api.frontdoor` (408, 431, 503), which :func:`serve` installs.
 
 Structured logs: one JSON line per request on logger ``rlvr.judge.server`` (``endpoint``, ``method``, ``status``,
 ``verdict``, ``duration_s``, ``queue_wait_s``); :func:`serve` installs :class:`JsonLogFormatter` on it and turns
