@@ -4,12 +4,13 @@
 
 For each: every tenant request ends ``accepted`` (retrying a 503 as :class:`~rlvr.judge.client.RemoteJudge` does),
 every ping answers ``pong`` within :data:`PING_BOUND_S` (a generous guard against a stalled loop, not a speed
-target), the hostile client sees only the statuses it is allowed (never a 500), the server's connections stay within
-its limit once the hostile client is done, no request carrying an unechoable id reached the judge, and nothing was
-answered 500."""
+target), the hostile client sees only the statuses it is allowed (never a 500) and each it requires (the front door
+acting: 408, 431, 503, a closed idle connection), the server's connections stay within its limit throughout, no
+request carrying an unechoable id reached the judge, and nothing was answered 500."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import httpx
@@ -32,7 +33,17 @@ def test_front_door_holds_while_another_tenant_is_served(client: HostileClient) 
     judge = DoorJudge(workers=2, delay_s=0.02)
     with live_server(judge, door=DOOR, max_queue=4, body_timeout_s=2.0) as live:
         tenant = Tenant(live.url).start()
+        peak, done = [0], threading.Event()
+
+        def sample() -> None:  # the server's connections while the hostile client runs
+            while not done.wait(0.02):
+                peak[0] = max(peak[0], live.connections())
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         seen = client.run(live.addr, ATTACK_S)
+        done.set()
+        sampler.join(timeout=5)
         tenant.stop()
         deadline = time.monotonic() + 10
         while live.connections() > DOOR.max_connections and time.monotonic() < deadline:
@@ -46,6 +57,9 @@ def test_front_door_holds_while_another_tenant_is_served(client: HostileClient) 
     assert max(tenant.ping_s) < PING_BOUND_S, f"{client.name}: a ping took {max(tenant.ping_s):.1f} s"
     bad = [s for s in seen.statuses if s not in client.allowed]
     assert not bad, f"{client.name}: unexpected statuses {sorted(set(map(str, bad)))}"
+    missing = client.required - set(seen.statuses)
+    assert not missing, f"{client.name}: the front door never answered {sorted(map(str, missing))}"
+    assert peak[0] <= DOOR.max_connections + 1, f"{client.name}: {peak[0]} connections held at once"
     assert held <= DOOR.max_connections, f"{client.name}: {held} connections held"
     assert 'status="500"' not in public
     if client.name == "bad_request_ids":

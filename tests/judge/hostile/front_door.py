@@ -37,13 +37,15 @@ class Seen:
 
 @dataclass(frozen=True)
 class HostileClient:
-    """One hostile client: ``name``, ``attempt`` (one line), ``run(addr, duration_s) -> Seen`` and ``allowed``: the
-    statuses it may see (``None`` = closed without an answer)."""
+    """One hostile client: ``name``, ``attempt`` (one line), ``run(addr, duration_s) -> Seen``, ``allowed``: the
+    statuses it may see (``None`` = closed without an answer), and ``required``: those it must see at least once (the
+    front door acting: a deadline, a cap, a refusal)."""
 
     name: str
     attempt: str
     run: Callable[[Addr, float], Seen]
     allowed: frozenset[int | None]
+    required: frozenset[int | None] = frozenset()
 
 
 def _status(data: bytes) -> int | None:
@@ -213,7 +215,7 @@ def slow_bodies(addr: Addr, duration_s: float) -> Seen:
 
 
 def body_flood(addr: Addr, duration_s: float) -> Seen:
-    """Six clients each post complete 8 MiB bodies, three times, as fast as they can."""
+    """Twelve clients each post complete 8 MiB bodies, three times, as fast as they can (more than the body places)."""
     seen = Seen()
     body = _run_code_body(f"# {MARK}\n" + "#" * (8 << 20))
 
@@ -232,7 +234,7 @@ def body_flood(addr: Addr, duration_s: float) -> Seen:
             seen.add(_answer(s, 30))
             s.close()
 
-    _threads(6, one)
+    _threads(12, one)
     return seen
 
 
@@ -359,16 +361,25 @@ def verdict_oracle(addr: Addr, duration_s: float) -> Seen:
 
 _CLOSE = frozenset({None})
 CLIENTS = [
-    HostileClient("idle_flood", "hold 3x the connection limit open, silent", idle_flood, _CLOSE | {408}),
-    HostileClient("slowloris_headers", "trickle header lines forever", slowloris_headers, _CLOSE | {408}),
-    HostileClient("oversized_headers", "1 MiB of headers", oversized_headers, _CLOSE | {431}),
-    HostileClient("unread_bodies", "declare 30 MB bodies, send 1 KiB, hold", unread_bodies, _CLOSE | {408, 503}),
-    HostileClient("slow_bodies", "send a 1 MB body 500 B/s", slow_bodies, _CLOSE | {408, 503}),
-    HostileClient("body_flood", "six clients posting 8 MiB bodies", body_flood, _CLOSE | {200, 503}),
-    HostileClient("bad_request_ids", "request ids that cannot be echoed", bad_request_ids, frozenset({400, 422})),
+    HostileClient("idle_flood", "hold 3x the connection limit open, silent", idle_flood, _CLOSE | {408},
+                  required=_CLOSE),
+    HostileClient("slowloris_headers", "trickle header lines forever", slowloris_headers, _CLOSE | {408},
+                  required=frozenset({408})),
+    HostileClient("oversized_headers", "1 MiB of headers", oversized_headers, _CLOSE | {431},
+                  required=frozenset({431})),
+    HostileClient("unread_bodies", "declare 30 MB bodies, send 1 KiB, hold", unread_bodies, _CLOSE | {408, 503},
+                  required=frozenset({408, 503})),
+    HostileClient("slow_bodies", "send a 1 MB body 500 B/s", slow_bodies, _CLOSE | {408, 503},
+                  required=frozenset({408})),
+    HostileClient("body_flood", "twelve clients posting 8 MiB bodies", body_flood, _CLOSE | {200, 503},
+                  required=frozenset({503})),
+    HostileClient("bad_request_ids", "request ids that cannot be echoed", bad_request_ids, frozenset({400, 422}),
+                  required=frozenset({400, 422})),
     HostileClient("connection_churn", "open and reset 1,500 connections", connection_churn, _CLOSE),
-    HostileClient("pipelined_flood", "500 pipelined pings per connection, unread", pipelined_flood, _CLOSE | {200}),
+    HostileClient("pipelined_flood", "500 pipelined pings per connection, unread", pipelined_flood, _CLOSE | {200},
+                  required=frozenset({200})),
     HostileClient("expect_continue_hold", "Expect: 100-continue, then nothing", expect_continue_hold,
-                  _CLOSE | {408, 503}),
-    HostileClient("verdict_oracle", "scrape /metrics for other tenants' verdicts", verdict_oracle, frozenset({200})),
+                  _CLOSE | {408, 503}, required=frozenset({408, 503})),
+    HostileClient("verdict_oracle", "scrape /metrics for other tenants' verdicts", verdict_oracle, frozenset({200}),
+                  required=frozenset({200})),
 ]
