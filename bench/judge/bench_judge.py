@@ -205,10 +205,19 @@ def serve_for_bench(workers: int, cgroup: str | None) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def server_stack() -> dict[str, str]:
-    """The ``served`` system's uvicorn event loop and HTTP implementation (``uvicorn.Config`` keyword arguments): the
-    tree's :func:`rlvr.judge.api.app.uvicorn_stack`, as ``rlvr sandbox serve`` picks them; for a tree without it
-    (an older one run by ``alternate.sh`` with ``BENCH=new``), what uvicorn's default ``auto`` picks, spelt out."""
+def server_stack() -> dict[str, Any]:
+    """The ``served`` system's uvicorn options (``uvicorn.Config`` keyword arguments), as ``rlvr sandbox serve`` sets
+    them: the tree's front door (:func:`rlvr.judge.api.frontdoor.uvicorn_options`: event loop, guarded HTTP
+    protocol, limits; the open-file limit raised first); for an older tree, its
+    :func:`rlvr.judge.api.app.uvicorn_stack`; for a tree without either (run by ``alternate.sh`` with ``BENCH=new``),
+    what uvicorn's default ``auto`` picks, spelt out."""
+    try:
+        from rlvr.judge.api.frontdoor import raise_nofile_limit, uvicorn_options
+    except ImportError:
+        pass
+    else:
+        raise_nofile_limit()
+        return uvicorn_options()
     try:
         from rlvr.judge.api.app import uvicorn_stack
     except ImportError:

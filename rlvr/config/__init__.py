@@ -53,6 +53,17 @@ class RuntimeSettings(BaseSettings):
     ``RLVR_SANDBOX_QUEUE_FACTOR``: judge server: queue bound as a multiple of its worker count (default 2).
     ``RLVR_SANDBOX_RETRY_AFTER_MAX_S``: judge server: cap of the ``Retry-After`` it suggests, seconds (default 30).
     ``RLVR_SANDBOX_MAX_BODY_MB``: judge server: largest request body, MiB (default 32; larger: HTTP 413).
+    ``RLVR_SANDBOX_MAX_BODIES``: judge server: request bodies it reads or holds at once (unset = workers + queue
+    bound; beyond: HTTP 503 before the body is read).
+    ``RLVR_SANDBOX_MAX_CONNECTIONS``: judge server: open HTTP connections (unset = the open-file limit / 4, at most
+    1024; beyond: 503 and closed at once).
+    ``RLVR_SANDBOX_MAX_HEADER_KB``: judge server: largest request line + headers, KiB (default 16; larger: HTTP 431).
+    ``RLVR_SANDBOX_HEADER_TIMEOUT_S`` / ``RLVR_SANDBOX_BODY_TIMEOUT_S``: judge server: read deadlines of a request's
+    headers (from the connection or the previous answer, default 10 s) and of its body (from admission, default
+    60 s); past them: HTTP 408 and the connection closed. ``RLVR_SANDBOX_KEEP_ALIVE_S``: idle keep-alive, seconds
+    (default 5).
+    ``RLVR_SANDBOX_METRICS_VERDICTS``: judge server: ``/metrics`` includes the verdict counters for every caller
+    (default 0: only for a caller presenting ``RLVR_SANDBOX_METRICS_TOKEN`` as ``Authorization: Bearer …``).
     ``RLVR_FORKLOOP``: run the sandbox's stdin/stdout tests through its compiled per-test loop and end each
     submission with its compiled wipe, built on first use with the system C compiler (default 1; 0: the Python loop
     and wipe, same verdicts, more CPU per test).
@@ -69,6 +80,14 @@ class RuntimeSettings(BaseSettings):
     sandbox_queue_factor: float = 2.0
     sandbox_retry_after_max_s: int = 30
     sandbox_max_body_mb: float = 32.0
+    sandbox_max_bodies: int | None = None
+    sandbox_max_connections: int | None = None
+    sandbox_max_header_kb: float = 16.0
+    sandbox_header_timeout_s: float = 10.0
+    sandbox_body_timeout_s: float = 60.0
+    sandbox_keep_alive_s: float = 5.0
+    sandbox_metrics_verdicts: bool = False
+    sandbox_metrics_token: str = ""
     forkloop: bool = True
 
 

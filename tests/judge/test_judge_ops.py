@@ -202,15 +202,19 @@ def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def test_metrics_count_requests_verdicts_and_latency() -> None:
-    with TestClient(create_app(SlowJudge(workers=2))) as c:
+    with TestClient(create_app(SlowJudge(workers=2), metrics_token="s3cret")) as c:
         body = {"problem": PROBLEM.model_dump(mode="json")}
         for sol in ("GOOD", "GOOD", "bad"):
             assert c.post("/rlvr/judge", json={**body, "solution": sol}).status_code == 200
         assert c.post("/run_code", json={"code": "print(1)", "stdin": "x"}).json()["verdict"] == "accepted"
         assert c.post("/rlvr/judge", json={"solution": "x"}).status_code == 400
-        resp = c.get("/metrics")
+        resp = c.get("/metrics", headers={"Authorization": "Bearer s3cret"})
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/plain")
         m = _samples(resp.text)
+        # without the token (or with a wrong one): no per-tenant verdict detail (issue 43)
+        for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+            public = c.get("/metrics", headers=auth).text
+            assert "rlvr_judge_requests_total" in public and "rlvr_judge_verdicts" not in public, auth
     ep = ("endpoint", "/rlvr/judge")
     assert m[("rlvr_judge_requests_total", (ep, ("status", "200")))] == 3
     assert m[("rlvr_judge_requests_total", (ep, ("status", "400")))] == 1

@@ -7,6 +7,12 @@ estimated time to drain the queue from the recent mean service time, 1 s to ``RL
 instead of queueing without bound. :class:`~rlvr.judge.client.RemoteJudge` honours it. Not gated: ``/v1/ping``,
 ``/rlvr/info``, ``/metrics``.
 
+Admission starts before the body is read: a gated request first takes one of ``RLVR_SANDBOX_MAX_BODIES`` body places
+(:meth:`AdmissionGate.body_place`; none free, or the queue full: 503 with ``Connection: close``, the body unread), and
+its body must then arrive within ``RLVR_SANDBOX_BODY_TIMEOUT_S`` (else 408), so request bodies in memory are bounded
+by places × ``RLVR_SANDBOX_MAX_BODY_MB`` and a slow sender holds a place for a bounded time. A server out of file
+descriptors answers 503 too (:class:`OutOfDescriptors`), never ``sandbox_error``.
+
 The event loop never works on request content. A gated endpoint (:func:`admitted`) only receives the body's bytes on
 the loop (bounded by ``RLVR_SANDBOX_MAX_BODY_MB``, never parsed there), waits for admission, and then runs
 everything else in the app's judging threads (:func:`off_loop`): JSON decoding and schema validation, building the
@@ -25,14 +31,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import errno
 import functools
 import logging
 import math
+import re
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,8 +52,8 @@ from rlvr.judge.api.common import SMALL, BadRequest, Rendered, is_python, render
 from rlvr.judge.verdict import JudgeResult, TestResult, summarise
 
 __all__ = [
-    "REPORT_CHARS", "AdmissionGate", "Answer", "Collector", "Infrastructure", "Saturated", "admitted", "admitted_call",
-    "judge_program", "off_loop",
+    "FD_RETRY_AFTER_S", "REPORT_CHARS", "AdmissionGate", "Answer", "Collector", "Infrastructure", "OutOfDescriptors",
+    "Saturated", "admitted", "admitted_call", "judge_program", "off_loop", "out_of_descriptors",
 ]
 
 #: Upper estimate of one test's share of a judging answer, characters: its report (stdout ≤ 1,000, stderr ≤ 2,000,
@@ -57,13 +65,49 @@ log = logging.getLogger("rlvr.judge.server")
 
 
 class Saturated(Exception):
-    """The server is saturated (every worker busy, the queue full): answered 503 with ``Retry-After``.
+    """The server is saturated (every worker busy, the queue full, or every body place taken): answered 503 with
+    ``Retry-After``.
 
-    ``retry_after_s``: suggested integer delay, seconds."""
+    ``retry_after_s``: suggested integer delay, seconds. ``close``: the request's body was not read, so the answer
+    closes the connection. ``detail``: the message (default: the gate's state)."""
 
-    def __init__(self, retry_after_s: int, running: int, waiting: int) -> None:
-        super().__init__(f"judge saturated: {running} running, {waiting} queued; retry after {retry_after_s} s")
+    def __init__(self, retry_after_s: int, running: int = 0, waiting: int = 0, close: bool = False,
+                 detail: str | None = None) -> None:
+        state = f"judge saturated: {running} running, {waiting} queued; retry after {retry_after_s} s"
+        super().__init__(detail or state)
         self.retry_after_s = retry_after_s
+        self.close = close
+
+
+#: ``Retry-After`` of a request refused because the server ran out of file descriptors, seconds.
+FD_RETRY_AFTER_S = 5
+
+
+class OutOfDescriptors(Saturated):
+    """The server process ran out of file descriptors (``EMFILE``/``ENFILE``) while serving an admitted request: a
+    server-side shortage like a full queue, answered 503 with ``Retry-After`` (:data:`FD_RETRY_AFTER_S`), never
+    ``sandbox_error`` (a verdict the rewards would read as the judge failing on this submission)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(FD_RETRY_AFTER_S, detail=f"judge out of file descriptors ({what}); retry after "
+                                                  f"{FD_RETRY_AFTER_S} s")
+
+
+_FD_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
+_FD_TEXT = re.compile(rf"\[Errno (?:{errno.EMFILE}|{errno.ENFILE})\]|Too many open files")
+
+
+def out_of_descriptors(exc: BaseException | None = None, text: str = "") -> bool:
+    """True when ``exc`` (or an exception it was raised from or during) is an ``OSError`` with ``EMFILE`` or
+    ``ENFILE``, or when ``text`` (a ``sandbox_error`` message, which carries the host-side exception's text) says so
+    (``[Errno 24]``, ``[Errno 23]``, "Too many open files")."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _FD_ERRNOS:
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return bool(text) and _FD_TEXT.search(text) is not None
 
 
 class AdmissionGate:
@@ -71,13 +115,26 @@ class AdmissionGate:
 
     At most ``workers`` holders at once; up to ``max_queue`` more wait (FIFO) for a slot; a call beyond that raises
     :class:`Saturated` at once. ``retry_after_max_s`` caps the suggested delay, seconds. The suggested delay is
-    ``ceil(mean service time × (queued + 1) / workers)`` (exponentially weighted mean, α = 0.2), at least 1 s."""
+    ``ceil(mean service time × (queued + 1) / workers)`` (exponentially weighted mean, α = 0.2), at least 1 s.
 
-    def __init__(self, workers: int, max_queue: int, retry_after_max_s: int = 30) -> None:
-        if workers < 1 or max_queue < 0:
-            raise ValueError(f"AdmissionGate: workers must be >= 1 and max_queue >= 0, got {workers}, {max_queue}")
+    Before that, a request's body needs a place (:meth:`body_place`): at most ``max_bodies`` bodies are being read or
+    held (waiting or judged) at once (default ``workers + max_queue``, every body the gate could hold), so at most
+    ``max_bodies × RLVR_SANDBOX_MAX_BODY_MB`` of request bodies are in memory; a request beyond it, or arriving while
+    the queue is full, is refused before its body is read. Raises ``ValueError`` for ``workers < 1``,
+    ``max_queue < 0`` or ``max_bodies < 1``."""
+
+    def __init__(
+        self, workers: int, max_queue: int, retry_after_max_s: int = 30, max_bodies: int | None = None
+    ) -> None:
+        if max_bodies is None:
+            max_bodies = workers + max_queue
+        if workers < 1 or max_queue < 0 or max_bodies < 1:
+            raise ValueError(f"AdmissionGate: workers must be >= 1, max_queue >= 0 and max_bodies "
+                             f"(RLVR_SANDBOX_MAX_BODIES) >= 1, got {workers}, {max_queue}, {max_bodies}")
         self.workers = workers
         self.max_queue = max_queue
+        self.max_bodies = max_bodies
+        self.bodies = 0
         self.retry_after_max_s = max(1, retry_after_max_s)
         self.running = 0
         self.mean_service_s = 1.0
@@ -92,6 +149,18 @@ class AdmissionGate:
         """Suggested ``Retry-After`` (integer seconds, 1 … ``retry_after_max_s``)."""
         est = self.mean_service_s * (self.waiting + 1) / self.workers
         return int(min(self.retry_after_max_s, max(1, math.ceil(est))))
+
+    @contextmanager
+    def body_place(self) -> Iterator[None]:
+        """Hold one of the ``max_bodies`` places for a request body while it is read, queued and judged. Raises
+        :class:`Saturated` (with ``close``: the body stays unread) when every place is taken or the queue is full."""
+        if self.bodies >= self.max_bodies or (self.running >= self.workers and self.waiting >= self.max_queue):
+            raise Saturated(self.retry_after(), self.running, self.waiting, close=True)
+        self.bodies += 1
+        try:
+            yield
+        finally:
+            self.bodies -= 1
 
     def _release(self) -> None:
         while self._waiters:  # hand the slot straight to the oldest waiter (``running`` unchanged)
@@ -171,17 +240,30 @@ class Answer:
 async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Response:
     """Serve a gated endpoint without working on its content on the event loop (see the module docstring).
 
-    Receives ``request``'s body as bytes (no parsing), waits for the app's gate to admit the request (records the
-    queue wait on ``request.state.queue_wait_s`` and in the metrics), then calls ``work(body, judge)`` in the thread
-    pool and renders its :class:`Answer` to JSON bytes there too. Raises :class:`Saturated` (answered 503) when the
-    queue is full, and whatever ``work`` raises (``BadRequest`` → 400, ``RequestValidationError`` → 422,
-    ``HTTPException``, :class:`Infrastructure` → 500)."""
+    Takes a body place (:meth:`AdmissionGate.body_place`) before reading anything, receives ``request``'s body as
+    bytes (no parsing) within the app's ``body_timeout_s`` (408 and the connection closed past it), waits for the
+    app's gate to admit the request (records the queue wait on ``request.state.queue_wait_s`` and in the metrics),
+    then calls ``work(body, judge)`` in the thread pool and renders its :class:`Answer` to JSON bytes there too.
+    Raises :class:`Saturated` (answered 503) when no body place is free or the queue is full,
+    :class:`OutOfDescriptors` (503) when serving it ran out of file descriptors, and whatever ``work`` raises
+    (``BadRequest`` → 400, ``RequestValidationError`` → 422, ``HTTPException``, :class:`Infrastructure` → 500)."""
     from starlette.requests import ClientDisconnect
 
-    try:
-        body = await request.body()
-    except ClientDisconnect:  # gone, or cut off by BodyLimit (which has answered 413 already): nothing to judge
-        return Response(status_code=400)
+    state = request.app.state
+    with state.gate.body_place():  # admission before the body is read: a bounded number of bodies in memory
+        timeout_s = getattr(state, "body_timeout_s", None)
+        try:
+            async with asyncio.timeout(timeout_s):
+                body = await request.body()
+        except ClientDisconnect:  # gone, or cut off by BodyLimit (which has answered 413 already): nothing to judge
+            return Response(status_code=400)
+        except TimeoutError:
+            detail = f"request body not received within {timeout_s:g} s (RLVR_SANDBOX_BODY_TIMEOUT_S)"
+            return Rendered(content=render_json({"detail": detail}), status_code=408, headers={"Connection": "close"})
+        return await _admitted_body(request, body, work)
+
+
+async def _admitted_body(request: Request, body: bytes, work: Callable[[bytes, Any], Answer]) -> Response:
     judge = the_judge(request)
     state = request.app.state
 
@@ -190,7 +272,11 @@ async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Re
         # answer model) are freed here, not on the event loop, where freeing a million objects takes ~0.3 s
         try:
             answer = work(body, judge)
+            if answer.verdict == "sandbox_error" and out_of_descriptors(text=_message(answer.content)):
+                raise OutOfDescriptors("the judge's sandbox_error says so")
         except Exception as exc:  # drop the frames (and the request's objects they hold) here, not on the loop
+            if not isinstance(exc, Saturated) and out_of_descriptors(exc):
+                raise OutOfDescriptors(f"{type(exc).__name__}: {exc}"[:300]) from None
             cause: BaseException | None = exc
             seen: set[int] = set()
             while cause is not None and id(cause) not in seen:
@@ -221,6 +307,14 @@ async def admitted(request: Request, work: Callable[[bytes, Any], Answer]) -> Re
 
 
 _PIECE = 1 << 20
+
+
+def _message(content: Any) -> str:
+    """The failure text of an answer's content: a judge result's ``message`` or a SandboxFusion answer's."""
+    msg = getattr(content, "message", None)
+    if msg is None and isinstance(content, dict):
+        msg = content.get("message") or content.get("detail")
+    return msg if isinstance(msg, str) else ""
 
 
 async def _pieces(data: bytes) -> AsyncIterator[bytes]:
@@ -287,7 +381,8 @@ def judge_program(judge: Any, problem: Any, code: str, language: str, field: str
     raised while judging (e.g. the comparison of a forged return value overflowing) is logged with its traceback and
     answered as ``wrong_answer`` on every test, with a message naming the exception — the submission's output could
     not be scored, so it is not accepted, and it is not ``sandbox_error`` (which the rewards leave out of training).
-    Raises :class:`BadRequest` naming ``field`` for a language the judge cannot run, :class:`Infrastructure` for
+    Raises :class:`BadRequest` naming ``field`` for a language the judge cannot run, :class:`OutOfDescriptors` (503)
+    when the failure is the server's file descriptors running out, :class:`Infrastructure` for other
     ``SandboxError`` / ``RuntimeError`` / ``OSError`` (the judge, not the submission, failed)."""
     from rlvr.judge.languages import UnknownLanguageError
     from rlvr.judge.sandbox import SandboxError
@@ -302,6 +397,8 @@ def judge_program(judge: Any, problem: Any, code: str, language: str, field: str
     except RecursionError as exc:  # a RuntimeError, but raised by what the submission returned
         return _unscorable(problem, exc)
     except (SandboxError, RuntimeError, OSError) as exc:
+        if out_of_descriptors(exc):
+            raise OutOfDescriptors(f"{type(exc).__name__}: {exc}"[:300]) from exc
         raise Infrastructure(f"{type(exc).__name__}: {exc}"[:2000]) from exc
     except Exception as exc:
         return _unscorable(problem, exc)

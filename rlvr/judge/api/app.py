@@ -4,8 +4,11 @@ Endpoints, by wire API: :mod:`rlvr.judge.api.sandboxfusion` (``GET /v1/ping``, `
 :mod:`rlvr.judge.api.scalebox` (``POST /common_evaluate_batch``), :mod:`rlvr.judge.api.native` (``/rlvr/*``), plus
 ``GET /metrics`` (:mod:`rlvr.judge.api.metrics`). Backpressure: :mod:`rlvr.judge.api.admission`. Input limits
 (4xx naming the field, 413 for bodies over ``RLVR_SANDBOX_MAX_BODY_MB``): :mod:`rlvr.judge.api.limits`. Every answer
-is UTF-8-safe JSON (:class:`~rlvr.judge.api.common.SafeJSONResponse`); errors: 400/413/422 for the request, 503 +
-``Retry-After`` when saturated, 500 ``sandbox_error: …`` only when the judge itself fails.
+is UTF-8-safe JSON (:class:`~rlvr.judge.api.common.SafeJSONResponse`); errors: 400/413/422 for the request (400 for
+an ``X-Request-ID`` that is not 1–128 printable ASCII characters, before anything runs), 408 for a body slower than
+``RLVR_SANDBOX_BODY_TIMEOUT_S``, 503 + ``Retry-After`` when saturated (no body place, queue full, out of file
+descriptors), 500 ``sandbox_error: …`` only when the judge itself fails. Connections, headers and their deadlines
+are bounded below the app, by :mod:`rlvr.judge.api.frontdoor` (408, 431, 503), which :func:`serve` installs.
 
 Structured logs: one JSON line per request on logger ``rlvr.judge.server`` (``endpoint``, ``method``, ``status``,
 ``verdict``, ``duration_s``, ``queue_wait_s``); :func:`serve` installs :class:`JsonLogFormatter` on it and turns
@@ -37,7 +40,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlvr.judge.api import datasets, native, sandboxfusion, scalebox
 from rlvr.judge.api.admission import AdmissionGate, Collector, Infrastructure, Saturated
-from rlvr.judge.api.common import REQUEST_ID_HEADER, BadRequest, BoundedJSONRequest, SafeJSONResponse
+from rlvr.judge.api.common import (
+    REQUEST_ID_HEADER,
+    BadRequest,
+    BoundedJSONRequest,
+    SafeJSONResponse,
+    check_request_id,
+)
+from rlvr.judge.api.frontdoor import uvicorn_stack
 from rlvr.judge.api.limits import BodyLimit
 from rlvr.judge.api.metrics import Metrics
 
@@ -77,7 +87,8 @@ def validation_content(errors: Any) -> dict[str, Any]:
 
 def create_app(
     judge: Any = None, *, max_queue: int | None = None, workers: int | None = None, max_body_mb: float | None = None,
-    tune_gc: bool | None = None,
+    tune_gc: bool | None = None, max_bodies: int | None = None, body_timeout_s: float | None = None,
+    metrics_verdicts: bool | None = None, metrics_token: str | None = None,
 ) -> FastAPI:
     """The FastAPI application serving ``judge`` (see the module docstring for the endpoints).
 
@@ -89,7 +100,12 @@ def create_app(
     before they are read (``Content-Length``) or as soon as the streamed bytes pass it. ``tune_gc``: move the
     process's full garbage collections to idle moments (:class:`~rlvr.judge.api.admission.Collector`; process-wide,
     so only for a server that owns its process); default: when the app owns its judge (``judge=None``, the
-    :func:`serve` path)."""
+    :func:`serve` path). ``max_bodies``: request bodies read or held at once (default ``RLVR_SANDBOX_MAX_BODIES``,
+    else workers + ``max_queue``); a gated request beyond it is answered 503 before its body is read.
+    ``body_timeout_s``: seconds a gated request's body may take to arrive once admitted (default
+    ``RLVR_SANDBOX_BODY_TIMEOUT_S``, 60; past it: 408). ``metrics_verdicts`` / ``metrics_token``: who sees the
+    verdict counters in ``/metrics`` (defaults ``RLVR_SANDBOX_METRICS_VERDICTS``, ``RLVR_SANDBOX_METRICS_TOKEN``;
+    :class:`~rlvr.judge.api.metrics.Metrics`). Raises ``ValueError`` naming the setting for a limit out of range."""
     import os
 
     from rlvr.config import RuntimeSettings
@@ -100,10 +116,18 @@ def create_app(
         max_queue = settings.sandbox_max_queue
     if max_queue is None:
         max_queue = math.ceil(settings.sandbox_queue_factor * n)
-    gate = AdmissionGate(int(n), int(max_queue), settings.sandbox_retry_after_max_s)
+    if max_bodies is None:
+        max_bodies = settings.sandbox_max_bodies
+    gate = AdmissionGate(int(n), int(max_queue), settings.sandbox_retry_after_max_s, max_bodies)
     body_mb = settings.sandbox_max_body_mb if max_body_mb is None else max_body_mb
     max_body = int(body_mb * (1 << 20))
-    metrics = Metrics(gate)
+    body_timeout_s = settings.sandbox_body_timeout_s if body_timeout_s is None else body_timeout_s
+    if not (math.isfinite(body_timeout_s) and body_timeout_s > 0):
+        raise ValueError(f"RLVR_SANDBOX_BODY_TIMEOUT_S: expected a positive number of seconds, got {body_timeout_s!r}")
+    metrics = Metrics(
+        gate, settings.sandbox_metrics_verdicts if metrics_verdicts is None else metrics_verdicts,
+        settings.sandbox_metrics_token if metrics_token is None else metrics_token,
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -138,20 +162,24 @@ def create_app(
     app.state.executor = None  # the judging threads (admission.off_loop), while the lifespan runs
     app.state.collector = Collector() if (judge is None if tune_gc is None else tune_gc) else None
     app.state.metrics = metrics
+    app.state.body_timeout_s = float(body_timeout_s)
 
     @app.exception_handler(Saturated)
     async def _saturated(request: Request, exc: Saturated) -> JSONResponse:
         metrics.rejected.labels(request.url.path).inc()
-        return SafeJSONResponse(
-            status_code=503, content={"detail": str(exc)}, headers={"Retry-After": str(exc.retry_after_s)}
-        )
+        headers = {"Retry-After": str(exc.retry_after_s)}
+        if exc.close:  # the body was not read: the connection cannot carry another request
+            headers["Connection"] = "close"
+        return SafeJSONResponse(status_code=503, content={"detail": str(exc)}, headers=headers)
 
     @app.get("/metrics")
-    async def prometheus_metrics() -> Response:
-        """Prometheus text exposition (see the module docstring for the metric names)."""
+    async def prometheus_metrics(request: Request) -> Response:
+        """Prometheus text exposition (see :mod:`rlvr.judge.api.metrics` for the metric names; the verdict counters
+        only for whom :meth:`~rlvr.judge.api.metrics.Metrics.shows_verdicts` allows)."""
         from prometheus_client import CONTENT_TYPE_LATEST
 
-        return Response(content=metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+        verdicts = metrics.shows_verdicts(request.headers.get("authorization"))
+        return Response(content=metrics.exposition(verdicts), media_type=CONTENT_TYPE_LATEST)
 
     @app.exception_handler(BadRequest)
     async def _bad_request(_: Request, exc: BadRequest) -> JSONResponse:
@@ -186,7 +214,9 @@ class Observe:
     A plain ASGI middleware rather than Starlette's ``BaseHTTPMiddleware`` (``@app.middleware("http")``), which runs
     the rest of the app in a task of its own and relays the answer through a memory stream: about a fifth of the
     server's CPU per request on ``/common_evaluate_batch``. The status is read from the answer's start message; an
-    exception out of the app counts (and is logged) as 500, as the server's error middleware answers it."""
+    exception out of the app counts (and is logged) as 500, as the server's error middleware answers it. A request
+    whose ``X-Request-ID`` is not 1–128 printable ASCII characters (:func:`~rlvr.judge.api.common.check_request_id`)
+    is answered 400 here, before the app (and any judging) sees it: such an id could not be echoed."""
 
     def __init__(self, app: Any, metrics: Metrics) -> None:
         self.app = app
@@ -202,6 +232,11 @@ class Observe:
         endpoint = path if path in _ENDPOINTS else "other"
         rid = next((v for k, v in scope["headers"] if k == _RID), None)
         status = 500
+        if rid is not None and (bad := check_request_id(rid)) is not None:  # before anything runs
+            rid = None
+            app: Any = SafeJSONResponse(status_code=400, content={"detail": bad})
+        else:
+            app = self.app
 
         async def observed_send(message: Any) -> None:
             nonlocal status
@@ -210,13 +245,13 @@ class Observe:
                 if rid is not None:
                     headers = list(message.get("headers") or ())
                     if not any(k.lower() == _RID for k, _ in headers):
-                        headers.append((_RID, rid.decode("latin-1")[:128].encode("latin-1")))
+                        headers.append((_RID, rid))
                         message = {**message, "headers": headers}
             await send(message)
 
         metrics = self.metrics
         try:
-            await self.app(scope, receive, observed_send)
+            await app(scope, receive, observed_send)
         finally:
             dt = time.monotonic() - t0
             st = scope.get("state") or {}
@@ -291,28 +326,16 @@ def configure_logging(level: str = "info") -> None:
 def serve(host: str = "127.0.0.1", port: int = 8080, workers: int = 1, log_level: str = "info") -> None:
     """Run the server with uvicorn (blocks). ``workers`` > 1 starts that many processes, each with its own embedded
     judge of ``RLVR_SANDBOX_WORKERS`` sandboxes, admission gate and metrics registry (uvicorn's app-factory mode).
-    Request logs are JSON lines (:func:`configure_logging`); uvicorn's access log is off."""
+    Request logs are JSON lines (:func:`configure_logging`); uvicorn's access log is off. The open-file soft limit is
+    raised to the hard limit first, and uvicorn runs behind the front door
+    (:func:`rlvr.judge.api.frontdoor.uvicorn_options`: connection limit, header cap and deadline, keep-alive)."""
     import uvicorn
 
+    from rlvr.judge.api.frontdoor import raise_nofile_limit, uvicorn_options
+
     configure_logging(log_level)
+    raise_nofile_limit()  # before the connection limit's default is derived from it
     uvicorn.run(
         "rlvr.judge.api.app:create_app", factory=True, host=host, port=port, workers=workers, log_level=log_level,
-        access_log=False, **uvicorn_stack(),
+        access_log=False, **uvicorn_options(),
     )
-
-
-def uvicorn_stack() -> dict[str, str]:
-    """uvicorn's event loop and HTTP/1.1 implementation for the server, as ``uvicorn.Config`` keyword arguments:
-    ``uvloop`` and ``httptools`` (C: 0.3–0.55 ms less CPU of the server process per ``/common_evaluate_batch``
-    request of 10 stdio tests than the pure-Python stack, on a 2-core VM) when they import, else ``asyncio`` and
-    ``h11``, each on its own. Both are project dependencies; the fallback keeps a
-    machine without their wheels serving. Neither moves a bound: the body limit, admission and the off-loop work are
-    ASGI middleware and endpoint code above either stack."""
-    out = {}
-    for key, fast, plain in (("loop", "uvloop", "asyncio"), ("http", "httptools", "h11")):
-        try:
-            __import__(fast)
-            out[key] = fast
-        except ImportError:
-            out[key] = plain
-    return out

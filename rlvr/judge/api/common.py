@@ -5,6 +5,7 @@ as valid UTF-8 JSON, whatever bytes a program wrote: :func:`render_json`)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -17,8 +18,10 @@ from rlvr.judge.verdict import safe_text
 
 __all__ = [
     "CHUNK",
+    "MAX_REQUEST_ID",
     "PYTHON_NAMES",
     "REQUEST_ID_HEADER",
+    "REQUEST_ID_PATTERN",
     "SMALL",
     "STR_CHUNK",
     "BadRequest",
@@ -27,6 +30,7 @@ __all__ = [
     "Rendered",
     "SafeJSONResponse",
     "body_schema",
+    "check_request_id",
     "is_python",
     "parse_body",
     "parse_json",
@@ -40,6 +44,23 @@ __all__ = [
 
 #: Header carrying a request's id (echoed by the server; the native API also echoes the body's ``request_id``).
 REQUEST_ID_HEADER = "X-Request-ID"
+
+#: Longest request id, characters (body ``request_id`` and ``X-Request-ID``).
+MAX_REQUEST_ID = 128
+#: A request id: 1–128 printable ASCII characters (space to ``~``): echoable as an HTTP header value as it is, so an
+#: id can never make the answer unsendable (CR/LF, NUL) or un-encodable (outside Latin-1).
+REQUEST_ID_PATTERN = r"^[\x20-\x7e]{1,128}$"
+_RID_RE = re.compile(REQUEST_ID_PATTERN.encode("ascii"))
+
+
+def check_request_id(value: bytes) -> str | None:
+    """``None`` when ``value`` (a raw ``X-Request-ID`` header value) is a valid request id
+    (:data:`REQUEST_ID_PATTERN`), else a one-line reason naming the header."""
+    if _RID_RE.fullmatch(value):
+        return None
+    return (f"header 'X-Request-ID': expected 1-{MAX_REQUEST_ID} printable ASCII characters, got {len(value)} bytes"
+            f" {value[:40]!r}")
+
 
 #: Language names that mean the embedded judge's default language (Python).
 PYTHON_NAMES = frozenset({"python", "python3", "py"})

@@ -174,7 +174,10 @@ class BodyLimit:
         declared = dict(scope.get("headers") or ()).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             detail = f"request body of {int(declared)} bytes is larger than {self.max_bytes} ({self.setting})"
-            await SafeJSONResponse(status_code=413, content={"detail": detail})(scope, receive, send)
+            # the body stays unread: the connection cannot carry another request
+            await SafeJSONResponse(status_code=413, content={"detail": detail}, headers={"Connection": "close"})(
+                scope, receive, send
+            )
             return
         seen = 0
         started = answered = False

@@ -12,10 +12,12 @@ logical request (kept across its retries) and rejects an answer carrying another
 can never be credited with another request's result.
 
 Errors: 400 naming the field (bad request, unknown language, limits out of range, a problem without tests, solution
-does not compile for call_outputs), 413 (body over ``RLVR_SANDBOX_MAX_BODY_MB``), 422 (schema), 503 + ``Retry-After``
-(saturated), 500 with ``{"detail": "sandbox_error: …"}`` (the judge itself failed: infrastructure). Whatever the
-submission outputs or returns gets a verdict (see :func:`rlvr.judge.api.admission.judge_program`). Bodies are parsed
-after admission, off the event loop (:func:`rlvr.judge.api.admission.admitted`).
+does not compile for call_outputs; an ``X-Request-ID`` that is not 1–128 printable ASCII characters), 408 (body
+too slow), 413 (body over ``RLVR_SANDBOX_MAX_BODY_MB``), 422 (schema; a body ``request_id`` that is not 1–128
+printable ASCII characters), 503 + ``Retry-After`` (saturated, or out of file descriptors), 500 with
+``{"detail": "sandbox_error: …"}`` (the judge itself failed: infrastructure). Whatever the submission outputs or
+returns gets a verdict (see :func:`rlvr.judge.api.admission.judge_program`). Bodies are parsed after admission, off
+the event loop (:func:`rlvr.judge.api.admission.admitted`).
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
 from rlvr.data.schema import Problem
-from rlvr.judge.api.admission import REPORT_CHARS, Answer, admitted, judge_program
+from rlvr.judge.api.admission import REPORT_CHARS, Answer, OutOfDescriptors, admitted, judge_program, out_of_descriptors
 from rlvr.judge.api.common import (
+    MAX_REQUEST_ID,
     REQUEST_ID_HEADER,
+    REQUEST_ID_PATTERN,
     BadRequest,
     BoundedJSONRoute,
     SafeJSONResponse,
@@ -49,15 +53,16 @@ router = APIRouter(route_class=BoundedJSONRoute)
 class JudgeRequest(BaseModel):
     """Body of ``/rlvr/judge`` and ``/rlvr/call_outputs``: exactly one of ``problem`` / ``ground_truth``.
 
-    ``request_id``: the client's id of this request (at most 128 characters), echoed in the answer so that the client
-    can check that a body belongs to its own request (see the module docstring)."""
+    ``request_id``: the client's id of this request (1–128 printable ASCII characters, else 422 before anything
+    runs: the id is echoed as a header), echoed in the answer so that the client can check that a body belongs to its
+    own request (see the module docstring)."""
 
     problem: Problem | None = None
     ground_truth: str | dict[str, Any] | None = None
     data_source: str = "unknown"
     solution: str
     language: str = "python"
-    request_id: str | None = Field(None, max_length=128)
+    request_id: str | None = Field(None, max_length=MAX_REQUEST_ID, pattern=REQUEST_ID_PATTERN)
 
     def to_problem(self) -> Problem:
         """The Problem to judge, with its limits checked (:mod:`rlvr.judge.api.limits`). Raises :class:`BadRequest`
@@ -120,6 +125,8 @@ def _call_outputs(request: Request) -> Callable[[bytes, Any], Answer]:
         try:
             outs = judge.call_outputs(problem, req.solution)
         except (SandboxError, RuntimeError, OSError) as exc:
+            if out_of_descriptors(exc):
+                raise OutOfDescriptors(f"{type(exc).__name__}: {exc}"[:300]) from exc
             detail = f"sandbox_error: {type(exc).__name__}: {exc}"[:2000]
             return Answer({"detail": detail}, status=500, headers=headers, size_hint=len(detail) + 64)
         except ValueError as exc:  # the solution does not compile
