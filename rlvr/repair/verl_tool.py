@@ -45,17 +45,31 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
 from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
-from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
-from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
+from rlvr.repair.env import split_tests
+from rlvr.repair.protocol import (
+    EnvConfig,
+    Episode,
+    accepted_feedback,
+    cap_middle,
+    fenced,
+    format_feedback,
+    initial_messages,
+)
+from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY, TOOL_REWARDS_KEY
 
-__all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
-           "accepted_feedback", "agent_loop_config", "episode_budget", "repair_overrides", "repair_row_fields",
-           "repair_tool_config", "repair_verl_rows", "tool_call_text", "write_agent_loop_config",
-           "write_repair_parquet", "write_tool_config"]
+__all__ = ["AGENT_NAME", "FEEDBACK_TURNS_KEY", "FINAL_ANSWER_KEY", "TOOL_REWARDS_KEY", "VISIBLE_KEY",
+           "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool", "accepted_feedback", "agent_loop_config",
+           "episode_budget", "repair_overrides", "repair_row_fields", "repair_tool_config", "repair_verl_rows",
+           "tool_call_text", "write_agent_loop_config", "write_repair_parquet", "write_tool_config"]
 
 _JUDGE: Any = None
 AGENT_NAME = "rlvr_tool_agent"
 """The rows' ``agent_name``: :class:`FinalAnswerAgentLoop`."""
+VISIBLE_KEY = "repair_visible"
+"""``extra_info`` key of a repair row's visible-test ground truth (:func:`repair_row_fields`), read by
+:class:`FinalAnswerAgentLoop`."""
+FEEDBACK_TURNS_KEY = "feedback_turns"
+"""``extra_fields`` key of an episode's feedback turns (answers − 1), written by :class:`FinalAnswerAgentLoop`."""
 
 
 def _judge(pool: str = "process", workers: int = 0, shards: int = 0) -> Any:
@@ -86,55 +100,83 @@ def _env_cfg(config: dict[str, Any]) -> EnvConfig:
     return EnvConfig(**{k: v for k, v in config.items() if k in EnvConfig.model_fields})
 
 
-def accepted_feedback(total: int) -> str:
-    """What ``run_tests`` answers when the program passes all ``total`` visible tests."""
-    return f"All {total} example tests passed."
-
-
 class FinalAnswerAgentLoop(ToolAgentLoop):
-    """verl's ``tool_agent`` loop (unchanged) that also records the final answer and the tool calls that failed to
-    parse.
+    """verl's ``tool_agent`` loop running the repair protocol (:mod:`rlvr.repair.protocol`) with feedback as user
+    turns, and recording the program graded.
 
-    After every generation, ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward
-    managers decode a response (``skip_special_tokens=True``), cut where the episode's response is cut
-    (``rollout.response_length`` tokens), so the last one left is the answer the reward scores (module doc). A turn
-    that ends on a tool call is recorded too: an episode whose last turn is a call (turns exhausted) has no final
-    answer, and its text holds no fenced program.
+    A row that carries its visible tests (``extra_info[VISIBLE_KEY]``, :func:`repair_row_fields`) is played as a
+    protocol :class:`~rlvr.repair.protocol.Episode`: after every generation the turn's text is given to
+    ``Episode.step`` (judged on the visible tests in a thread, with the tools' judge :func:`_judge`); unless that
+    ends the episode, its message (feedback, or a ```python-run output) is appended as a ``user`` message through
+    verl's own token merge (``ct_merge_context_msg``: response mask 0, as verl does for a tool answer) and the loop
+    generates again. verl's tool parser is not consulted for such a row: every reply is an answer or a python-run
+    call, as in the evaluation. The episode also ends, as every verl episode does, when the response budget
+    (``rollout.response_length``) or ``multi_turn.max_assistant_turns`` / ``max_user_turns`` run out; the program
+    graded is then the last one so far.
 
-    ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts, over the episode, the turns' tool-call openings
-    (``tool_parser.tool_call_start_token``, ``<tool_call>`` for ``hermes`` and ``qwen3_coder``) that verl's parser
-    did not turn into a call (bad JSON, a missing closing tag, an unknown layout): verl drops those silently (it logs
-    "Failed to decode tool call" and ends the episode as if the turn were a final answer). A call that parsed but was
-    not run because the turn or length budget ended the episode is not a failure. The count reaches the reward's
-    ``extra_info`` (verl merges ``extra_fields`` into it), which reports it per sample (``tool_parse_failures``), and
-    :mod:`rlvr.train.verl.logs` sums it per step.
+    Recorded in the sample's ``extra_fields`` (which verl's reward managers merge into the reward's ``extra_info``):
+    ``FINAL_ANSWER_KEY`` = the episode's last program as a single fenced block (:func:`rlvr.repair.protocol.fenced`
+    of :attr:`Episode.final`), or the last turn's text when no answer had code, so :func:`rlvr.reward.verl.
+    compute_score` scores the program the evaluation grades; ``tool_rewards`` (verl's own key, ``TOOL_REWARDS_KEY``)
+    = ``-turn_penalty`` per feedback turn (answers − 1), which ``compute_score`` adds to the score; ``feedback_turns``
+    (``FEEDBACK_TURNS_KEY``). Each turn's text is decoded like verl's reward managers decode a response
+    (``skip_special_tokens=True``) and cut where the episode's response is cut (``rollout.response_length`` tokens).
 
-    ``turn_tokens`` (``repair.turn_tokens``; a key of our agent-loop config, :func:`agent_loop_config`, which verl's
-    ``AgentLoopWorker._run_agent_loop`` passes to the constructor through ``hydra.utils.instantiate``): the token
-    budget of every assistant turn. verl 0.9.1 has none: ``AgentLoopWorker.generate_sequences``
-    (``experimental/agent_loop/agent_loop.py``) builds sampling params without ``max_tokens``, ``ToolAgentLoop``
-    passes them on unchanged, and the vLLM server (``vLLMHttpServer.generate``,
-    ``workers/rollout/vllm_rollout/vllm_async_server.py``) then lets a turn run to ``min(response_length,
-    prompt_length + response_length - len(context))``, the whole rest of the episode. An explicit ``max_tokens`` it
-    honours (clamped to the model's context); so each turn here asks for ``min(turn_tokens, response_length - tokens
-    of the response so far)`` (:meth:`turn_max_tokens`). ``None``: verl's default."""
+    A row without ``VISIBLE_KEY`` runs verl's plain tool loop; then ``FINAL_ANSWER_KEY`` is the last turn's text and
+    ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts the turns' tool-call openings
+    (``tool_parser.tool_call_start_token``) that verl's parser did not turn into a call (verl drops those silently).
 
-    def __init__(self, *args: Any, turn_tokens: int | None = None, **kwargs: Any) -> None:
+    Constructor keywords (keys of our agent-loop config, :func:`agent_loop_config`, which verl's
+    ``AgentLoopWorker._run_agent_loop`` passes through ``hydra.utils.instantiate``; one instance per trajectory):
+    ``env`` (a dict of :class:`~rlvr.repair.protocol.EnvConfig` fields: feedback template, caps, turns, mode,
+    ``turn_penalty``; default: the defaults), ``judge_pool`` / ``judge_pool_workers`` / ``judge_pool_shards`` (as
+    ``verl.*``, :func:`_judge`), and ``turn_tokens`` (``repair.turn_tokens``): the token budget of every assistant
+    turn. verl 0.9.1 has none: ``AgentLoopWorker.generate_sequences`` (``experimental/agent_loop/agent_loop.py``)
+    builds sampling params without ``max_tokens``, ``ToolAgentLoop`` passes them on unchanged, and the vLLM server
+    (``vLLMHttpServer.generate``, ``workers/rollout/vllm_rollout/vllm_async_server.py``) then lets a turn run to
+    ``min(response_length, prompt_length + response_length - len(context))``, the whole rest of the episode. An
+    explicit ``max_tokens`` it honours (clamped to the model's context); so each turn here asks for
+    ``min(turn_tokens, response_length - tokens of the response so far)`` (:meth:`turn_max_tokens`). ``None``:
+    verl's default. Raises ``ValueError`` for ``turn_tokens`` < 1 or an unknown ``env`` key."""
+
+    def __init__(self, *args: Any, turn_tokens: int | None = None, env: dict[str, Any] | None = None,
+                 judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0,
+                 **kwargs: Any) -> None:
         if turn_tokens is not None and int(turn_tokens) < 1:
             raise ValueError(f"FinalAnswerAgentLoop: turn_tokens must be >= 1, got {turn_tokens}")
         super().__init__(*args, **kwargs)
         self.turn_tokens = None if turn_tokens is None else int(turn_tokens)
+        env_dict = _plain(env) if env is not None else {}
+        self.env_cfg = EnvConfig(**env_dict)
+        self.judge_spec = (str(judge_pool), int(judge_pool_workers or 0), int(judge_pool_shards or 0))
+        self.episode: Episode | None = None
+
+    async def run(self, sampling_params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        """verl's ``run``, after starting the protocol episode of a row that carries ``extra_info[VISIBLE_KEY]``
+        (class doc)."""
+        info = kwargs.get("extra_info") or {}
+        gt = info.get(VISIBLE_KEY) if isinstance(info, dict) else None
+        if gt is not None:
+            self.episode = Episode(from_ground_truth(gt, "repair"), _judge(*self.judge_spec), self.env_cfg)
+        return await super().run(sampling_params, *args, **kwargs)
 
     def turn_max_tokens(self, agent_data: AgentData, sampling_params: dict[str, Any]) -> int | None:
         """The ``max_tokens`` of the next assistant turn: ``min(turn_tokens, response_length - len(response so
-        far))`` tokens (the response so far: every earlier turn and tool answer, ``agent_data.response_mask``), and
-        at most a ``max_tokens``/``max_new_tokens`` the caller already set; at least 1 (verl's servers reject less;
-        ``ToolAgentLoop`` ends the episode before a turn with no budget left). ``None`` without ``turn_tokens``."""
+        far))`` tokens (the response so far: every earlier turn and user/tool turn, ``agent_data.response_mask``),
+        and at most a ``max_tokens``/``max_new_tokens`` the caller already set; at least 1 (verl's servers reject
+        less; ``ToolAgentLoop`` ends the episode before a turn with no budget left). ``None`` without
+        ``turn_tokens``."""
         if self.turn_tokens is None:
             return None
         caps = [self.turn_tokens, self.response_length - len(agent_data.response_mask)]
         caps += [int(sampling_params[k]) for k in ("max_tokens", "max_new_tokens") if sampling_params.get(k)]
         return max(1, min(caps))
+
+    def _out_of_budget(self, agent_data: AgentData, ignore_termination: bool) -> bool:
+        """verl's own end conditions after a generation (``ToolAgentLoop._handle_generating_state``)."""
+        return ((not ignore_termination and len(agent_data.response_mask) >= self.response_length)
+                or bool(self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns)
+                or bool(self.max_user_turns and agent_data.user_turns >= self.max_user_turns))
 
     async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
                                        ignore_termination: bool = False) -> AgentState:
@@ -144,42 +186,107 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
                                "max_tokens": cap}
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         ids = list(agent_data.response_ids)
+        over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
+        cut = ids[: max(0, len(ids) - over)] if over > 0 else ids
+        text = self.tokenizer.decode(cut, skip_special_tokens=True)
+        if self.episode is None:
+            await self._count_parse_failures(agent_data, ids, state)
+            agent_data.extra_fields[FINAL_ANSWER_KEY] = text
+            return state
+        return await self._protocol_turn(agent_data, text, self._out_of_budget(agent_data, ignore_termination))
+
+    async def _protocol_turn(self, agent_data: AgentData, text: str, out_of_budget: bool) -> AgentState:
+        """One protocol step on the turn's ``text`` (class doc): record the final program and the penalties, then
+        end the episode or append the user turn and generate again."""
+        ep = self.episode
+        assert ep is not None
+        agent_data.tool_calls = []  # no verl tool under the protocol
+        reply = await asyncio.to_thread(ep.step, text)
+        final = ep.final
+        agent_data.extra_fields[FINAL_ANSWER_KEY] = fenced(final) if final is not None else text
+        agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = 0
+        if reply.done or out_of_budget or reply.message is None:
+            return self._finish(agent_data)
+        if agent_data.messages and agent_data.messages[-1].get("role") == "assistant":
+            agent_data.messages[-1] = {"role": "assistant", "content": text}  # the text, tool-call syntax and all
+        else:
+            agent_data.messages.append({"role": "assistant", "content": text})
+        previous = list(agent_data.messages)
+        agent_data.messages.append({"role": "user", "content": reply.message})
+        merged, mask, logprobs = await self.ct_merge_context_msg(
+            previous, agent_data.messages, agent_data.prompt_ids, agent_data.response_mask,
+            agent_data.response_logprobs or None, tools=getattr(agent_data, "_active_tool_schemas", self.tool_schemas))
+        if len(mask) >= self.response_length:  # verl's rule for a tool answer that does not fit
+            return self._finish(agent_data)
+        agent_data.prompt_ids, agent_data.response_mask = merged.token_ids, mask
+        if agent_data.response_logprobs:
+            agent_data.response_logprobs = logprobs or []
+        agent_data.user_turns += 1
+        return AgentState.GENERATING
+
+    def _finish(self, agent_data: AgentData) -> AgentState:
+        """End the protocol episode: the turn penalties (``-turn_penalty`` per feedback turn) into verl's
+        ``tool_rewards`` and the count into ``FEEDBACK_TURNS_KEY``."""
+        ep = self.episode
+        assert ep is not None
+        ep.done = True
+        n = ep.feedback_turns
+        agent_data.tool_rewards[:] = [-self.env_cfg.turn_penalty] * n
+        agent_data.extra_fields[FEEDBACK_TURNS_KEY] = n
+        return AgentState.TERMINATED
+
+    async def _count_parse_failures(self, agent_data: AgentData, ids: list[int], state: AgentState) -> None:
+        """Plain tool loop (no protocol row): count the tool-call openings verl's parser dropped (class doc)."""
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
         opened = text.count(getattr(self.tool_parser, "tool_call_start_token", "<tool_call>"))
-        if opened:
-            if state == AgentState.PROCESSING_TOOLS:
-                parsed = len(agent_data.tool_calls)
-            else:  # parser not run (budget ended the episode) or it found nothing: parse again to tell them apart
-                active = getattr(agent_data, "_active_tools", self.tools)
-                _, calls = await self.tool_parser.extract_tool_calls(ids, [t.tool_schema for t in active.values()])
-                parsed = len(calls)
-            failed = max(0, opened - parsed)
-            agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = (
-                int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + failed)
-        else:
+        if not opened:
             agent_data.extra_fields.setdefault(TOOL_PARSE_FAILURES_KEY, 0)
-        over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
-        if over > 0:
-            ids = ids[: max(0, len(ids) - over)]
-        agent_data.extra_fields[FINAL_ANSWER_KEY] = self.tokenizer.decode(ids, skip_special_tokens=True)
-        return state
+            return
+        if state == AgentState.PROCESSING_TOOLS:
+            parsed = len(agent_data.tool_calls)
+        else:  # parser not run (budget ended the episode) or it found nothing: parse again to tell them apart
+            active = getattr(agent_data, "_active_tools", self.tools)
+            _, calls = await self.tool_parser.extract_tool_calls(ids, [t.tool_schema for t in active.values()])
+            parsed = len(calls)
+        agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = (
+            int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + max(0, opened - parsed))
 
 
-def agent_loop_config(turn_tokens: int | None = None) -> list[dict[str, Any]]:
+def _plain(obj: Any) -> dict[str, Any]:
+    """An OmegaConf node (what hydra passes) or a mapping as a plain dict."""
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(obj, DictConfig):
+            return dict(OmegaConf.to_container(obj, resolve=True))  # type: ignore[arg-type]
+    except ImportError:  # pragma: no cover - hydra comes with verl
+        pass
+    return dict(obj)
+
+
+def agent_loop_config(turn_tokens: int | None = None, env: EnvConfig | None = None, judge_pool: str = "process",
+                      judge_pool_workers: int = 0, judge_pool_shards: int = 0) -> list[dict[str, Any]]:
     """verl's agent-loop config (``rollout.agent.agent_loop_config_path``): ``[{name: AGENT_NAME, _target_: …}]``,
-    plus ``turn_tokens`` (tokens per assistant turn, :class:`FinalAnswerAgentLoop`) when given: verl's
-    ``AgentLoopWorker`` loads the file with OmegaConf and instantiates the entry with ``hydra.utils.instantiate``
-    (``experimental/agent_loop/agent_loop.py``), so the entry's keys reach the constructor as keyword arguments."""
+    plus ``turn_tokens`` (tokens per assistant turn) when given, and with ``env`` the protocol's settings (``env``:
+    the :class:`EnvConfig` fields; ``judge_pool*``: whose judge runs the visible tests, :func:`_judge`), all
+    keywords of :class:`FinalAnswerAgentLoop`: verl's ``AgentLoopWorker`` loads the file with OmegaConf and
+    instantiates the entry with ``hydra.utils.instantiate`` (``experimental/agent_loop/agent_loop.py``), so the
+    entry's keys reach the constructor as keyword arguments."""
     entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": f"{__name__}.{FinalAnswerAgentLoop.__qualname__}"}
     if turn_tokens is not None:
         entry["turn_tokens"] = int(turn_tokens)
+    if env is not None:
+        entry.update(env=env.model_dump(mode="json"), judge_pool=judge_pool, judge_pool_workers=judge_pool_workers,
+                     judge_pool_shards=judge_pool_shards)
     return [entry]
 
 
-def write_agent_loop_config(path: str | Path, turn_tokens: int | None = None) -> Path:
-    """Write :func:`agent_loop_config` (``turn_tokens`` passed on) as YAML to ``path`` atomically; returns the
-    path."""
-    atomic_write_text(path, yaml.safe_dump(agent_loop_config(turn_tokens), sort_keys=False))
+def write_agent_loop_config(path: str | Path, turn_tokens: int | None = None, env: EnvConfig | None = None,
+                            judge_pool: str = "process", judge_pool_workers: int = 0,
+                            judge_pool_shards: int = 0) -> Path:
+    """Write :func:`agent_loop_config` (arguments passed on) as YAML to ``path`` atomically; returns the path."""
+    atomic_write_text(path, yaml.safe_dump(agent_loop_config(turn_tokens, env, judge_pool, judge_pool_workers,
+                                                             judge_pool_shards), sort_keys=False))
     return Path(path)
 
 
@@ -318,11 +425,12 @@ def episode_budget(cfg: EnvConfig, turn_tokens: int) -> int:
     return assistant * turn_tokens + (assistant - 1) * cfg.feedback_chars
 
 
-def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response_chars: int | None = None,
+def repair_overrides(tool_config_path: str | Path | None, cfg: EnvConfig, tool_response_chars: int | None = None,
                      agent_loop_config_path: str | Path | None = None) -> list[str]:
-    """Hydra overrides (``verl.trainer.main_ppo``) turning on the tool agent loop with our tools: multi-turn on,
-    the tool config, ``max_assistant_turns`` = ``turns + max_tool_calls`` (interpreter) or ``turns``, tool response
-    cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, and the agent loop
+    """Hydra overrides (``verl.trainer.main_ppo``) turning on verl's multi-turn agent loop: multi-turn on,
+    ``max_assistant_turns`` = ``max_user_turns`` = ``turns + max_tool_calls`` (interpreter) or ``turns``, the tool
+    response cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, the tool
+    config when ``tool_config_path`` is given (the repair protocol needs none: ``None``), and the agent loop
     :data:`AGENT_NAME` (:class:`FinalAnswerAgentLoop`) registered from ``agent_loop_config_path``
     (:func:`write_agent_loop_config`) as the default loop; without that path, verl's plain ``tool_agent``. Add them
     to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
@@ -330,7 +438,7 @@ def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response
     mt = "actor_rollout_ref.rollout.multi_turn"
     return [
         f"{mt}.enable=True",
-        f"{mt}.tool_config_path={tool_config_path}",
+        *([f"{mt}.tool_config_path={tool_config_path}"] if tool_config_path is not None else []),
         f"{mt}.max_assistant_turns={turns}",
         f"{mt}.max_user_turns={turns}",
         f"{mt}.max_tool_response_length={tool_response_chars or cfg.feedback_chars}",
@@ -342,26 +450,31 @@ def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response
 
 
 def repair_row_fields(problem: Problem, cfg: EnvConfig) -> dict[str, Any]:
-    """verl parquet fields of a repair row (module doc): ``agent_name``, ``reward_model`` (hidden ground truth) and
-    ``extra_info.tools_kwargs`` (visible ground truth for ``run_tests``). Merge into the row of
-    :mod:`rlvr.train.verl.data`; raises ``ValueError`` for a problem without tests."""
+    """verl parquet fields of a repair row (module doc): ``prompt`` (the protocol's first message,
+    :func:`rlvr.repair.protocol.initial_messages`), ``agent_name``, ``reward_model`` (hidden ground truth) and
+    ``extra_info[VISIBLE_KEY]`` (visible ground truth, for :class:`FinalAnswerAgentLoop`'s feedback) plus
+    ``extra_info.tools_kwargs.run_tests`` (the same, for the tool variant :class:`RunTestsTool`). Merge into the row
+    of :mod:`rlvr.train.verl.data`; raises ``ValueError`` for a problem without tests."""
     visible, hidden = split_tests(problem, cfg.visible_tests)
+    vis = ground_truth(visible)
     return {
+        "prompt": initial_messages(problem, cfg),
         "agent_name": AGENT_NAME,
         "reward_model": {"style": "rule", "ground_truth": ground_truth(hidden)},
-        "extra_info": {"tools_kwargs": {"run_tests": {"create_kwargs": {"ground_truth": ground_truth(visible)}}},
-                       "need_tools_kwargs": True},
+        "extra_info": {VISIBLE_KEY: vis, "tools_kwargs": {"run_tests": {"create_kwargs": {"ground_truth": vis}}}},
     }
 
 
 def repair_verl_rows(problems: Sequence[Problem], cfg: EnvConfig) -> list[dict[str, Any]]:
-    """verl RL rows for repair training: :func:`rlvr.data.export.verl_rows` (prompt, data_source, ability) with
-    :func:`repair_row_fields` merged in (hidden ground truth for the reward, visible one for ``run_tests``)."""
+    """verl RL rows for repair training: :func:`rlvr.data.export.verl_rows` (data_source, ability) with
+    :func:`repair_row_fields` merged in (the protocol's prompt, hidden ground truth for the reward, visible one for
+    the agent loop's feedback)."""
     from rlvr.data.export import verl_rows
 
     rows = verl_rows(problems)
     for row, p in zip(rows, problems, strict=True):
         f = repair_row_fields(p, cfg)
+        row["prompt"] = f["prompt"]
         row["agent_name"] = f["agent_name"]
         row["reward_model"] = f["reward_model"]
         row["extra_info"] = {**row["extra_info"], **f["extra_info"]}
