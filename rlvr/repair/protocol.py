@@ -47,7 +47,7 @@ from typing import Any, Literal, Protocol
 from pydantic import Field
 
 from rlvr.config import Section
-from rlvr.data.prompts import build_messages, build_prompt
+from rlvr.data.prompts import build_messages
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
 from rlvr.generate.extract import extract_code
 from rlvr.judge.verdict import JudgeResult
@@ -108,8 +108,9 @@ class EnvConfig(Section):
     ``turns``: K, the most answers per episode (>= 1). ``mode``: ``repair`` (judge feedback only) or ``interpreter``
     (feedback plus the ``python-run`` tool). ``visible_tests``: N visible tests for problems without public tests.
     ``feedback_template``: ``str.format`` template with fields ``verdict``, ``passed``, ``total``, ``input``,
-    ``expected``, ``actual``, ``error``, ``message``, ``prompt`` (the problem's first-turn prompt again,
-    :func:`rlvr.data.prompts.build_prompt`; public, so it leaks nothing hidden). ``field_chars``: cap per field
+    ``expected``, ``actual``, ``error``, ``message``, ``prompt`` (the episode's first message again,
+    :func:`initial_messages`: the problem's prompt and the protocol's instructions; public, so it leaks nothing
+    hidden). ``field_chars``: cap per field
     (characters; longer values keep head and tail). ``feedback_chars``: cap of the whole feedback message.
     ``max_tool_calls``: per episode (interpreter mode). ``tool_timeout_s``: wall seconds per tool run;
     ``tool_memory_mb``: MB; ``tool_output_chars``:
@@ -194,8 +195,9 @@ def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig) -> st
     """Feedback text for ``result``, the judge's run of a program on ``visible`` (the visible-test problem only):
     ``cfg.feedback_template`` filled with the verdict, pass counts and the first failing test's input, expected and
     actual output and error (stderr tail, else the judge's message), each capped at ``cfg.field_chars``, and the
-    problem's prompt (``prompt``, uncapped), the whole capped at ``cfg.feedback_chars`` characters. Only
-    ``visible`` and ``result`` are read, so nothing hidden can leak."""
+    episode's first message (``prompt``, :func:`initial_messages`, uncapped), the whole capped at
+    ``cfg.feedback_chars`` characters. Only ``visible``, ``result`` and ``cfg`` are read, so nothing hidden can
+    leak."""
     first = next((t for t in result.tests if t.verdict != "accepted"), None)
     inp = exp = act = ""
     err = result.message
@@ -210,7 +212,7 @@ def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig) -> st
         expected=cap_middle(exp.rstrip("\n"), c), actual=cap_middle(act.rstrip("\n"), c),
         error=cap_middle(err or "(none)", c),
         message=cap_middle(result.message, c),
-        prompt=build_prompt(visible) if "{prompt}" in cfg.feedback_template else "",
+        prompt=initial_messages(visible, cfg)[0]["content"] if "{prompt}" in cfg.feedback_template else "",
     )
     return cap_middle(text, cfg.feedback_chars)
 

@@ -1,32 +1,37 @@
-"""Multi-turn repair on verl 0.9.1's agent loop: our judge as native tools, the tool config, the overrides, the rows.
+"""Multi-turn repair on verl 0.9.1's agent loop: the repair protocol in verl's ``ToolAgentLoop``, the agent-loop
+config, the overrides, the rows; and the ``run_tests``/``run_python`` tools of the tool variant.
 
-verl >= 0.8 removed the built-in SandboxFusion tool and interactions; what is left is the ``tool_agent`` agent loop
-(``verl/experimental/agent_loop/tool_agent_loop.py``) calling ``BaseTool`` subclasses declared in a YAML file
-(``actor_rollout_ref.rollout.multi_turn.tool_config_path``; loaded by ``verl.tools.tool_registry.
-initialize_tools_from_config``: ``tools: [{class_name, config: {type: native, ...}, tool_schema}]``). Facts read
-from that source and relied on here:
+The protocol (:mod:`rlvr.repair.protocol`, the one the evaluation runs): the first user message states how feedback
+comes and how the episode ends; every reply is an attempt judged on the *visible* tests; a failing one gets the
+feedback as the next **user** turn; the program graded is the episode's last program. verl 0.9.1 has no user-turn
+mechanism (its ``interaction`` hooks are gone; what is left is the ``tool_agent`` loop,
+``verl/experimental/agent_loop/tool_agent_loop.py``, whose tool answers are ``tool`` turns), so our subclass
+:class:`FinalAnswerAgentLoop` (agent ``rlvr_tool_agent``, registered through
+``actor_rollout_ref.rollout.agent.agent_loop_config_path``) plays :class:`rlvr.repair.protocol.Episode` after every
+generation and appends its message as a user turn through verl's own token merge (response mask 0). Facts read from
+verl's source and relied on here:
 
-* per call, the loop does ``create(create_kwargs=row.tools_kwargs[tool].create_kwargs)`` → ``execute(id, args)`` →
-  ``release(id)``: a tool instance lives for one call, so per-problem data (the *visible* tests) travels in every
-  call's ``create_kwargs``; the number of calls is bounded by ``multi_turn.max_assistant_turns`` (= K, the turns) and
-  ``max_user_turns``, not by the tool;
-* ``tools_kwargs`` comes from the dataset row's ``extra_info.tools_kwargs`` (``RLHFDataset``); the loop is chosen by
-  the row's ``agent_name`` (verl's ``tool_agent``; ours: ``rlvr_tool_agent``, below).
+* verl's ``AgentLoopWorker`` instantiates the loop once per trajectory (``hydra.utils.instantiate`` of our config
+  entry, whose keys reach the constructor) and calls ``run(sampling_params, **row)``: the row's ``extra_info``
+  carries the visible tests (:data:`VISIBLE_KEY`);
+* the reward managers decode the *whole* multi-turn response (every assistant turn and the feedback between them),
+  so the extractor would also see code the feedback quotes: the loop records the program graded in the sample's
+  ``extra_fields["final_answer"]`` (verl merges ``extra_fields`` into the reward's ``extra_info``) and
+  :func:`rlvr.reward.verl.compute_score` scores that instead of the whole response; verl's ``tool_rewards`` field
+  carries ``-turn_penalty`` per feedback turn, which ``compute_score`` adds.
 
-Rows (:func:`repair_row_fields`): ``extra_info.tools_kwargs.run_tests.create_kwargs.ground_truth`` = the visible-test
-problem, ``reward_model.ground_truth`` = the hidden-test problem (:func:`rlvr.repair.env.split_tests`), so the final
-reward (:mod:`rlvr.reward.verl`) scores the last answer on hidden tests only, and the tool only ever sees visible ones.
+Rows (:func:`repair_row_fields`): ``prompt`` = the protocol's first message, ``extra_info[VISIBLE_KEY]`` = the
+visible-test problem, ``reward_model.ground_truth`` = the hidden-test problem (:func:`rlvr.repair.env.split_tests`),
+so the reward scores the final program on hidden tests only and the feedback only ever uses visible ones.
 
-The final answer: verl's reward manager decodes the *whole* multi-turn response (every assistant turn, and the tool
-answers between them, special tokens dropped), so the extractor would also see the judge's feedback and the code of
-earlier tool calls: a final turn without code could be scored on a fenced block the tool printed. The rows therefore
-name our subclass :class:`FinalAnswerAgentLoop` (agent ``rlvr_tool_agent``, registered through
-``actor_rollout_ref.rollout.agent.agent_loop_config_path``), which records the text of the last assistant turn in the
-sample's ``extra_fields["final_answer"]``; verl's reward managers merge those fields into ``extra_info``, and
-:func:`rlvr.reward.verl.compute_score` scores that text instead of the whole response.
+The tool variant (:class:`RunTestsTool`, :class:`PythonTool`, :func:`write_tool_config`, :func:`tool_call_text`):
+verl ``BaseTool`` subclasses declared in a YAML file (``multi_turn.tool_config_path``; ``initialize_tools_from_config``)
+for a policy that calls ``run_tests`` through its chat template's tool-call syntax; the repair stage does not use
+it (the launch writes no tool config), it stays for the GPU suite's tool-use check (``bench/gpu/teach_tools.py``).
 
-The judge is :func:`rlvr.judge.client.get_judge` (a remote judge when ``RLVR_SANDBOX_URL`` is set), created lazily in
-each rollout worker; its synchronous calls run in a thread (``asyncio.to_thread``).
+The judge is :func:`rlvr.judge.client.get_judge` (a remote judge when ``RLVR_SANDBOX_URL`` is set) or the node's
+shared judge (``verl.judge_pool: node``), created lazily in each rollout worker; its synchronous calls run in a
+thread (``asyncio.to_thread``).
 """
 
 from __future__ import annotations

@@ -106,15 +106,23 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+RUN = "```python-run\nprint(6 * 7)\n```"
+
+
+@pytest.mark.parametrize("name", [*sorted(CASES), "interpreter"])
 def test_training_and_evaluation_produce_the_same_transcript(name, tmp_path, monkeypatch):
     """The evaluation's messages, rendered by the policy's chat template, are token for token what verl's agent loop
-    built (prompt + response) for the same policy outputs: same prompt, same feedback text, same role (user)."""
-    replies, cfg, problem = CASES[name], EnvConfig(turns=3), _problem()
+    built (prompt + response) for the same policy outputs: same prompt, same feedback text, same role (user); in
+    interpreter mode the python-run output too."""
+    if name == "interpreter":
+        replies, cfg = [RUN, BAD, GOOD], EnvConfig(turns=3, mode="interpreter", max_tool_calls=1)
+    else:
+        replies, cfg = CASES[name], EnvConfig(turns=3)
+    problem = _problem()
     env = _evaluate(replies, cfg, problem)
     out, _, tok = _train(tmp_path, monkeypatch, replies, cfg, problem)
-    assert [m["role"] for m in env.messages] == ["user"] + ["assistant", "user"] * (len(env.turns) - 1) + \
-        ["assistant"]
+    assert [m["role"] for m in env.messages] == ["user"] + ["assistant", "user"] * (len(replies) - 1) + ["assistant"]
+    assert len(env.tool_calls) == (name == "interpreter")
     expected = tok.apply_chat_template(env.messages, tokenize=False)
     got = tok.decode(out.prompt_ids + out.response_ids, skip_special_tokens=False)
     assert got.rstrip("\n") == expected.rstrip("\n")

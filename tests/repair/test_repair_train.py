@@ -11,9 +11,9 @@ import pytest
 import yaml
 from test_repair_env import BAD, GOOD, FakeJudge, Scripted, _problem
 
-from rlvr.data.prompts import build_messages
 from rlvr.data.schema import from_ground_truth
 from rlvr.repair import EnvConfig
+from rlvr.repair.protocol import initial_messages
 from rlvr.train.local.repair import (
     RepairTrainParams,
     collect_repair_contexts,
@@ -70,7 +70,8 @@ def test_feedback_can_restate_the_prompt_and_warmup_rows_target_the_reference():
 def test_first_turn_contexts_hold_the_prompt_and_hidden_tests_only():
     p = _problem("t/5")
     (c,) = first_turn_contexts([p], EnvConfig(turns=3))
-    assert c.turn == 1 and c.chat() == build_messages(p) and all(t.stdin.startswith("HID_") for t in c.hidden.tests)
+    assert c.turn == 1 and c.chat() == initial_messages(p, EnvConfig(turns=3))
+    assert all(t.stdin.startswith("HID_") for t in c.hidden.tests)
     (row,) = repair_rows([c])
     assert row["turn"] == 1 and "HID_" not in json.dumps(row["prompt"])
 
