@@ -418,16 +418,20 @@ def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | No
 
 def episode_budget(cfg: EnvConfig, turn_tokens: int) -> int:
     """The episode's response budget in tokens (verl's ``data.max_response_length``, which holds every assistant turn
-    and every tool answer of a multi-turn episode): ``assistant_turns x turn_tokens + tool_answers x
-    feedback_chars``, with ``assistant_turns`` = ``turns`` (+ ``max_tool_calls`` in interpreter mode, as
-    :func:`repair_overrides`' ``max_assistant_turns``) and ``tool_answers`` = ``assistant_turns - 1`` (a tool answer
-    follows every turn but the last). A tool answer is capped at ``feedback_chars`` characters
-    (``multi_turn.max_tool_response_length``); with byte-level BPE tokenizers an ASCII character is at most one
-    token, so for ASCII feedback this is an upper bound. Raises ``ValueError`` when ``turn_tokens`` < 1."""
+    and every user turn between them): ``assistant_turns x turn_tokens + user_turns x user_chars``, with
+    ``assistant_turns`` = ``turns`` (+ ``max_tool_calls`` in interpreter mode, as :func:`repair_overrides`'
+    ``max_assistant_turns``), ``user_turns`` = ``assistant_turns - 1`` (feedback or a python-run output follows every
+    turn but the last) and ``user_chars`` = ``feedback_chars`` (the cap of a feedback message,
+    :func:`rlvr.repair.protocol.format_feedback`), or ``tool_output_chars`` when larger in interpreter mode (the cap
+    of a python-run output, :func:`rlvr.repair.protocol.tool_output`). With byte-level BPE tokenizers an ASCII
+    character is at most one token, so for ASCII feedback this bounds the user turns' text (the chat template adds a
+    few tokens per turn; real feedback is far below its cap). Raises ``ValueError`` when ``turn_tokens`` < 1."""
     if turn_tokens < 1:
         raise ValueError(f"repair.turn_tokens={turn_tokens}: must be at least 1 token")
-    assistant = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
-    return assistant * turn_tokens + (assistant - 1) * cfg.feedback_chars
+    interp = cfg.mode == "interpreter"
+    assistant = cfg.turns + (cfg.max_tool_calls if interp else 0)
+    user_chars = max(cfg.feedback_chars, cfg.tool_output_chars) if interp else cfg.feedback_chars
+    return assistant * turn_tokens + (assistant - 1) * user_chars
 
 
 def repair_overrides(tool_config_path: str | Path | None, cfg: EnvConfig, tool_response_chars: int | None = None,

@@ -296,8 +296,10 @@ def test_episode_budget_counts_the_interpreters_extra_turns():
 
     repair = EnvConfig(turns=3, feedback_chars=500)
     assert episode_budget(repair, 256) == 3 * 256 + 2 * 500
-    interp = EnvConfig(turns=3, mode="interpreter", max_tool_calls=2, feedback_chars=500)
+    interp = EnvConfig(turns=3, mode="interpreter", max_tool_calls=2, feedback_chars=500, tool_output_chars=400)
     assert "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=5" in repair_overrides("t.yaml", interp)
     assert episode_budget(interp, 256) == 5 * 256 + 4 * 500
+    # a python-run output may be longer than feedback: its own cap then bounds the user turns
+    assert episode_budget(interp.model_copy(update={"tool_output_chars": 1500}), 256) == 5 * 256 + 4 * 1500
     with pytest.raises(ValueError, match="turn_tokens=0"):
         episode_budget(repair, 0)
