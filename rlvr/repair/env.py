@@ -114,7 +114,7 @@ class RepairEnv:
     def __post_init__(self) -> None:
         self.visible, self.hidden = split_tests(self.problem, self.cfg.visible_tests)
         self.messages = initial_messages(self.problem, self.cfg)
-        self.episode = Episode(self.visible, self.judge, self.cfg)
+        self.episode = Episode(self.visible, self.judge, self.cfg, self.messages[0]["content"])
         self._hidden: dict[str, JudgeResult] = {}  # program -> hidden verdict (each program judged once)
 
     @property
@@ -131,7 +131,7 @@ class RepairEnv:
 
     def feedback(self, result: JudgeResult) -> str:
         """The feedback message for a visible-test ``result`` (:func:`format_feedback`)."""
-        return format_feedback(self.visible, result, self.cfg)
+        return format_feedback(self.visible, result, self.cfg, self.messages[0]["content"])
 
     def step(self, text: str, n_tokens: int = 0) -> StepResult:
         """Consume one model reply ``text`` (``n_tokens`` generated tokens) through the protocol

@@ -191,13 +191,14 @@ def find_tool_call(text: str) -> str | None:
     return None
 
 
-def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig) -> str:
+def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig, prompt: str | None = None) -> str:
     """Feedback text for ``result``, the judge's run of a program on ``visible`` (the visible-test problem only):
     ``cfg.feedback_template`` filled with the verdict, pass counts and the first failing test's input, expected and
     actual output and error (stderr tail, else the judge's message), each capped at ``cfg.field_chars``, and the
-    episode's first message (``prompt``, :func:`initial_messages`, uncapped), the whole capped at
-    ``cfg.feedback_chars`` characters. Only ``visible``, ``result`` and ``cfg`` are read, so nothing hidden can
-    leak."""
+    episode's first message (``{prompt}``: the ``prompt`` argument, default :func:`initial_messages` of
+    ``visible``; uncapped), the whole capped at ``cfg.feedback_chars`` characters. Pass ``prompt`` when ``visible``
+    was rebuilt from a ground truth (:func:`rlvr.data.schema.from_ground_truth` keeps no statement). Only
+    ``visible``, ``result``, ``cfg`` and ``prompt`` are read, so nothing hidden can leak."""
     first = next((t for t in result.tests if t.verdict != "accepted"), None)
     inp = exp = act = ""
     err = result.message
@@ -212,7 +213,8 @@ def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig) -> st
         expected=cap_middle(exp.rstrip("\n"), c), actual=cap_middle(act.rstrip("\n"), c),
         error=cap_middle(err or "(none)", c),
         message=cap_middle(result.message, c),
-        prompt=initial_messages(visible, cfg)[0]["content"] if "{prompt}" in cfg.feedback_template else "",
+        prompt=(prompt if prompt is not None else initial_messages(visible, cfg)[0]["content"])
+        if "{prompt}" in cfg.feedback_template else "",
     )
     return cap_middle(text, cfg.feedback_chars)
 
@@ -300,13 +302,16 @@ class Episode:
 
     ``visible``: the problem holding only the visible tests (:func:`rlvr.repair.env.split_tests`); ``judge``: an
     object with ``judge(problem, code) -> JudgeResult`` and ``run_code(code, stdin, timeout_s, memory_limit_mb)``;
-    ``cfg``: the environment settings. After each reply, :meth:`step`; ``programs`` holds one entry per answer,
+    ``cfg``: the environment settings; ``prompt``: the episode's first message (restated by a ``{prompt}`` feedback
+    template; default :func:`initial_messages` of ``visible``, which lacks the statement when ``visible`` was rebuilt
+    from a ground truth). After each reply, :meth:`step`; ``programs`` holds one entry per answer,
     :attr:`final` the program graded, :attr:`feedback_turns` the answers that got feedback, ``judge_s`` the judge's
     wall seconds."""
 
     visible: Problem
     judge: Any
     cfg: EnvConfig
+    prompt: str | None = None
     programs: list[str | None] = field(init=False, default_factory=list)
     tool_calls: int = field(init=False, default=0)
     done: bool = field(init=False, default=False)
@@ -349,7 +354,7 @@ class Episode:
         elif self.visible.tests:
             vis = self.judge.judge(self.visible, code)
             self.judge_s += vis.judge_s
-            ok, msg = vis.accepted, (None if vis.accepted else format_feedback(self.visible, vis, cfg))
+            ok, msg = vis.accepted, (None if vis.accepted else format_feedback(self.visible, vis, cfg, self.prompt))
         else:
             ok, msg = True, None
         self.done = ok or self.answers >= cfg.turns

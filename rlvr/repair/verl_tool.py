@@ -162,7 +162,9 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
         info = kwargs.get("extra_info") or {}
         gt = info.get(VISIBLE_KEY) if isinstance(info, dict) else None
         if gt is not None:
-            self.episode = Episode(from_ground_truth(gt, "repair"), _judge(*self.judge_spec), self.env_cfg)
+            first = next((m for m in kwargs.get("raw_prompt") or [] if m.get("role") == "user"), None)
+            self.episode = Episode(from_ground_truth(gt, "repair"), _judge(*self.judge_spec), self.env_cfg,
+                                   str(first["content"]) if first else None)
         return await super().run(sampling_params, *args, **kwargs)
 
     def turn_max_tokens(self, agent_data: AgentData, sampling_params: dict[str, Any]) -> int | None:

@@ -109,13 +109,20 @@ CASES = {
 RUN = "```python-run\nprint(6 * 7)\n```"
 
 
-@pytest.mark.parametrize("name", [*sorted(CASES), "interpreter"])
+#: params.yaml's repair.feedback_template: restates the episode's first message ({prompt})
+RESTATING = ("Wrong answer on the visible test. Input:\n```\n{input}\n```\nYour output:\n```\n{actual}\n```\n"
+             "Expected output:\n```\n{expected}\n```\n\n{prompt}")
+
+
+@pytest.mark.parametrize("name", [*sorted(CASES), "interpreter", "restated_prompt"])
 def test_training_and_evaluation_produce_the_same_transcript(name, tmp_path, monkeypatch):
     """The evaluation's messages, rendered by the policy's chat template, are token for token what verl's agent loop
     built (prompt + response) for the same policy outputs: same prompt, same feedback text, same role (user); in
     interpreter mode the python-run output too."""
     if name == "interpreter":
         replies, cfg = [RUN, BAD, GOOD], EnvConfig(turns=3, mode="interpreter", max_tool_calls=1)
+    elif name == "restated_prompt":
+        replies, cfg = [BAD, GOOD], EnvConfig(turns=3, feedback_template=RESTATING)
     else:
         replies, cfg = CASES[name], EnvConfig(turns=3)
     problem = _problem()
@@ -123,6 +130,8 @@ def test_training_and_evaluation_produce_the_same_transcript(name, tmp_path, mon
     out, _, tok = _train(tmp_path, monkeypatch, replies, cfg, problem)
     assert [m["role"] for m in env.messages] == ["user"] + ["assistant", "user"] * (len(replies) - 1) + ["assistant"]
     assert len(env.tool_calls) == (name == "interpreter")
+    if name == "restated_prompt":  # the statement is restated although verl's visible problem has none
+        assert env.messages[2]["content"].endswith(env.messages[0]["content"]) and "Echo." in env.messages[2]["content"]
     expected = tok.apply_chat_template(env.messages, tokenize=False)
     got = tok.decode(out.prompt_ids + out.response_ids, skip_special_tokens=False)
     assert got.rstrip("\n") == expected.rstrip("\n")
