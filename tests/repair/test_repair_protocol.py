@@ -48,7 +48,7 @@ def _tokenizer(cfg: EnvConfig, problem: Problem, replies: list[str]):
     return build_tokenizer(texts * 20, vocab_size=600)
 
 
-def _train(tmp_path, monkeypatch, replies: list[str], cfg: EnvConfig, problem: Problem, tok=None):
+def _train(tmp_path, monkeypatch, replies: list[str], cfg: EnvConfig, problem: Problem, tok=None, server=None):
     """One training episode through verl 0.9.1's own agent-loop machinery: the loop class from our agent-loop config,
     instantiated the way verl's ``AgentLoopWorker`` does (hydra ``_target_``), on the repair row, with a scripted LLM
     server (``replies[i]`` is the i-th turn) and no verl tool (the launch configures none)."""
@@ -74,7 +74,8 @@ def _train(tmp_path, monkeypatch, replies: list[str], cfg: EnvConfig, problem: P
 
     async def go():
         loop = hydra.utils.instantiate(loop_cfg, trainer_config=DictConfigWrap(conf),
-                                       server_manager=_ScriptedServer(tok, replies), tokenizer=tok, processor=None,
+                                       server_manager=server or _ScriptedServer(tok, replies), tokenizer=tok,
+                                       processor=None,
                                        hf_model_type="qwen2", dataset_cls=RLHFDataset,
                                        data_config=DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap([]))
         loop.loop = asyncio.get_running_loop()
@@ -216,3 +217,25 @@ def test_a_scripted_rollout_builds_valid_turns_from_the_public_functions():
     assert proto.fenced(ep.final) == GOOD
     with pytest.raises(RuntimeError, match="t/1"):
         ep.step(GOOD)
+
+
+def test_one_scripted_policy_drives_both_paths_for_several_problems(tmp_path, monkeypatch):
+    """The hook for rehearsals: one policy (fixed replies per problem and turn, :mod:`rlvr.repair.scripted`) drives
+    the evaluation (:class:`ScriptedGenerator`) and verl's agent loop (:class:`ScriptedServer`, one server for all
+    episodes), and both give the same transcripts."""
+    from rlvr.repair.scripted import ScriptedGenerator, ScriptedServer, replies_policy
+
+    cfg = EnvConfig(turns=3)
+    probs = [_problem("t/1"), _problem("t/2").model_copy(update={"statement": "Echo twice."})]
+    ids = {proto.initial_messages(p, cfg)[0]["content"]: p.id for p in probs}
+    policy = replies_policy({"t/1": [BAD, GOOD], "t/2": [GOOD]}, key=ids.__getitem__)
+    envs = run_episodes(probs, ScriptedGenerator(policy), HiddenOnlyJudge(), cfg, SamplingParams(max_new_tokens=8))
+    assert [len(e.turns) for e in envs] == [2, 1] and all(e.accepted for e in envs)
+    tok = _tokenizer(cfg, probs[1], [BAD, GOOD])
+    server = ScriptedServer(tok, policy, list(ids))
+    for p, env in zip(probs, envs, strict=True):
+        out, _, _ = _train(tmp_path, monkeypatch, [], cfg, p, tok, server=server)
+        got = tok.decode(out.prompt_ids + out.response_ids, skip_special_tokens=False)
+        assert got.rstrip("\n") == tok.apply_chat_template(env.messages, tokenize=False).rstrip("\n")
+    with pytest.raises(KeyError, match="no replies"):
+        replies_policy({}, key=str)("x", 0)
