@@ -9,10 +9,12 @@ under the verl engine), ``synthetic`` when a dataset is ``synthetic``; the gover
    problems (:mod:`rlvr.train.local.repair`, which says why not TRL's tool-call ``environment_factory``); reward =
    hidden-test verdict of the next attempt minus ``turn_penalty`` per feedback turn. Checkpoints under
    ``$RLVR_CACHE_DIR/train/repair/<key>`` (resumed). Publishes ``models/repair/``; curves
-   ``metrics/repair/curves.tsv``. Engine ``verl``: writes the ``tool_agent`` agent-loop tool config, repair parquet,
-   overrides and command and launches ``verl.trainer.main_ppo`` (:func:`rlvr.repair.verl_run.run_repair_verl`).
+   ``metrics/repair/curves.tsv``. Engine ``verl``: writes the agent-loop config (the repair protocol in verl's
+   ``tool_agent`` loop, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`), repair parquet, overrides and command
+   and launches ``verl.trainer.main_ppo`` (:func:`rlvr.repair.verl_run.run_repair_verl`).
    The ``samples`` backend (a scripted policy) has nothing to train: evaluation only, no ``before``.
-2. **Evaluate** the repair protocol (:func:`rlvr.repair.eval.run_repair_stage`) on the input model (*before*) and
+2. **Evaluate** the repair protocol (:mod:`rlvr.repair.protocol`, the one training runs;
+   :func:`rlvr.repair.eval.run_repair_stage`) on the input model (*before*) and
    on ``models/repair`` (*after*).
 
 Writes ``metrics/repair/eval/after/<dataset>.json`` (after-training metrics: recovery_rate, final_accepted,

@@ -1,13 +1,14 @@
 """verl's own repair agent loop on a CPU: how often a policy's episodes end accepted, without a GPU.
 
-Runs :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop` (verl 0.9.1's ``tool_agent`` loop plus the final-answer
-record) exactly as verl's rollout workers do — the same token building, tool-call parser, tool calls
-(:class:`rlvr.repair.verl_tool.RunTestsTool` on the real judge) and response cut — with one change: the "LLM server"
-is Hugging Face ``generate`` on the CPU (sampling at ``--temperature``, full vocabulary: ``top_k`` 0, ``top_p`` 1, as
-verl's vLLM rollout samples), and ``--dtype`` as the rollout's. The per-turn cap (``repair.turn_tokens``) and
-the episode budget it implies are the stage's (:func:`rlvr.repair.verl_tool.episode_budget`). Each episode is scored
-as verl's reward manager scores it (:func:`rlvr.reward.verl.compute_score`, sparse, hidden tests, with the
-episode's ``extra_fields``). Used to explain the GPU suite's ``repair_tool`` reward (docs/training/gpu.md).
+Runs :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop` (verl 0.9.1's ``tool_agent`` loop playing the repair
+protocol, :mod:`rlvr.repair.protocol`: feedback from the real judge as user turns, the last program graded) exactly as
+verl's rollout workers do — the same token building, feedback turns and response cut — with one change: the "LLM
+server" is Hugging Face ``generate`` on the CPU (sampling at ``--temperature``, full vocabulary: ``top_k`` 0,
+``top_p`` 1, as verl's vLLM rollout samples), and ``--dtype`` as the rollout's. The per-turn cap
+(``repair.turn_tokens``) and the episode budget it implies are the stage's
+(:func:`rlvr.repair.verl_tool.episode_budget`). Each episode is scored as verl's reward manager scores it
+(:func:`rlvr.reward.verl.compute_score`, sparse, hidden tests, with the episode's ``extra_fields``). Used to explain
+the GPU suite's ``repair_tool`` reward (docs/training/gpu.md).
 
     python bench/gpu/agent_loop_cpu.py --model .gpu/models/tool --params .gpu/params.tool.yaml \
         --problems .gpu/data/governance/problems/synthetic.jsonl --episodes 64 --out bench/gpu/agent_loop_cpu.json
@@ -61,13 +62,12 @@ def main() -> None:
     from omegaconf import OmegaConf
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
-    from verl.tools.tool_registry import initialize_tools_from_config
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     from rlvr.config import load_section
     from rlvr.data.schema import read_problems
     from rlvr.repair.eval import RepairParams
-    from rlvr.repair.verl_tool import FinalAnswerAgentLoop, episode_budget, repair_verl_rows, write_tool_config
+    from rlvr.repair.verl_tool import FinalAnswerAgentLoop, episode_budget, repair_verl_rows
     from rlvr.reward.verl import compute_score
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -96,8 +96,6 @@ def main() -> None:
     probs = [p for p in read_problems(a.problems) if p.split in splits and len(p.tests) > 1]
     random.Random(a.seed).shuffle(probs)
     probs = (probs * (a.episodes // max(1, len(probs)) + 1))[: a.episodes]
-    tools_yaml = Path(f"/tmp/agent_loop_cpu_tools_{a.seed}.yaml")
-    tools = initialize_tools_from_config(str(write_tool_config(tools_yaml, env)))
     turns = env.turns + (env.max_tool_calls if env.mode == "interpreter" else 0)
     conf = OmegaConf.create({"actor_rollout_ref": {"rollout": {
         "prompt_length": 1024, "response_length": response_length, "full_determinism": False,
@@ -110,8 +108,9 @@ def main() -> None:
     async def run() -> None:
         loop = FinalAnswerAgentLoop(trainer_config=DictConfigWrap(conf), server_manager=HFServer(model, tok,
                                     a.temperature), tokenizer=tok, processor=None, dataset_cls=RLHFDataset,
-                                    data_config=DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap(tools),
-                                    hf_model_type="qwen2", turn_tokens=repair.turn_tokens)
+                                    data_config=DictConfigWrap(OmegaConf.create({})), tools=ToolListWrap([]),
+                                    hf_model_type="qwen2", turn_tokens=repair.turn_tokens,
+                                    env=env.model_dump(mode="json"))
         loop.loop = asyncio.get_running_loop()
         for p, row in zip(probs, repair_verl_rows(probs, env), strict=True):
             out = await loop.run({"temperature": a.temperature}, raw_prompt=list(row["prompt"]),

@@ -1,5 +1,8 @@
 """Multi-turn repair evaluation: run :class:`~rlvr.repair.env.RepairEnv` episodes with any generation backend.
 
+The episodes follow the repair protocol (:mod:`rlvr.repair.protocol`) that training runs too: same prompt, feedback
+as user turns, the episode's last program graded.
+
 Every turn, all unfinished episodes are generated in one batched ``generate`` call (one completion each, greedy by
 default). The ``samples`` backend is a scripted policy: reply number t of a task (answers and tool calls counted
 together) is its t-th sample in the file (the last one when there are
@@ -7,10 +10,11 @@ fewer), which makes replayed repair traces possible.
 
 Metrics (:func:`repair_metrics`), over the problems of one dataset:
 
-* ``accepted_at_turn``: list, k = 1..K: fraction of problems whose answer after turn k (the last answer when the
-  episode stopped earlier) passes the hidden tests. ``accepted_at_turn[0]`` is single-turn accepted@1.
+* ``accepted_at_turn``: list, k = 1..K: fraction of problems whose program after turn k (the episode's last program
+  so far, :func:`rlvr.repair.protocol.final_program`; the final one when the episode stopped earlier) passes the
+  hidden tests. ``accepted_at_turn[0]`` is single-turn accepted@1.
 * ``recovery_rate``: among first-turn failures (turn-1 answer not accepted on the hidden tests), the fraction whose
-  final answer is accepted (``None`` when there is no first-turn failure). ``recovered`` / ``first_turn_failures``
+  final program is accepted (``None`` when there is no first-turn failure). ``recovered`` / ``first_turn_failures``
   are the counts.
 * ``mean_turns``: answers per episode (tool calls excluded); ``mean_tool_calls``.
 * ``tokens_per_solved``: generated tokens of all episodes / accepted episodes (``None`` when none is accepted).
@@ -53,8 +57,9 @@ class RepairParams(EnvConfig, BackendParams):
     RepairTrainParams`; GRPO fields plus the rollout knobs; ``max_steps: 0`` = no training). ``turn_tokens``: tokens
     per assistant turn under the verl engine (``None``: ``verl.max_response_length`` covers the whole episode); the
     episode budget (verl ``data.max_response_length``) is then :func:`rlvr.repair.verl_tool.episode_budget`: every
-    assistant turn (``turns``, plus ``max_tool_calls`` in interpreter mode) x ``turn_tokens``, plus a tool answer of at
-    most ``feedback_chars`` characters after each but the last, and each assistant turn is
+    assistant turn (``turns``, plus ``max_tool_calls`` in interpreter mode) x ``turn_tokens``, plus a user turn
+    (feedback, at most ``feedback_chars`` characters, or a python-run output) after each but the last, and each
+    assistant turn is
     capped at ``min(turn_tokens, tokens left in the episode)`` by the agent loop
     (:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`)."""
 

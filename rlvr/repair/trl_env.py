@@ -1,5 +1,9 @@
 """Multi-turn repair for TRL's GRPO: an ``environment_factory`` environment plus its hidden-test reward.
 
+This is the *tool variant* (feedback as ``tool`` turns of a ``run_tests`` tool the policy calls), for a tool-capable
+instruct model; the repair stage trains and evaluates the repair protocol (:mod:`rlvr.repair.protocol`: feedback as
+user turns) instead. It shares the protocol's texts and its rule for the program graded.
+
 TRL 1.16 ``GRPOTrainer(environment_factory=...)`` (experimental API; read from ``trl/trainer/grpo_trainer.py``):
 the factory is called with no argument, one instance per rollout (pooled, reused); ``reset(**row)`` receives the
 dataset row and may return a string appended to the last user message; every public method other than ``reset`` /
@@ -15,8 +19,9 @@ Mapping of the repair protocol (:mod:`rlvr.repair.env`) onto it:
   instance (from the row's ``ground_truth``) and never enter a tool result.
 * :class:`InterpreterToolEnv` (mode ``interpreter``): additionally ``run_python(code)`` (``judge.run_code``), at most
   ``max_tool_calls`` calls.
-* :func:`make_repair_reward`: the reward of a rollout is 1.0 when the code of its final answer (last ```python block
-  of the completion, :func:`rlvr.generate.extract_code`) passes the hidden tests, else 0.0, minus
+* :func:`make_repair_reward`: the reward of a rollout is 1.0 when its last program (the completion's last ```python
+  block, :func:`rlvr.generate.extract_code`, else the last program given to ``run_tests``: the protocol's rule,
+  :func:`rlvr.repair.protocol.final_program`) passes the hidden tests, else 0.0, minus
   ``turn_penalty`` × the number of ``run_tests`` calls (optional per-turn penalty; 0 disables it).
   ``sandbox_error`` gives ``None`` (TRL ignores it), never a wrong-answer score.
 
@@ -31,7 +36,8 @@ from typing import Any
 
 from rlvr.data.schema import Problem, from_ground_truth
 from rlvr.generate.extract import extract_code
-from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
+from rlvr.repair.env import split_tests
+from rlvr.repair.protocol import EnvConfig, accepted_feedback, cap_middle, final_program, format_feedback
 from rlvr.reward.trl import completion_text
 
 __all__ = ["InterpreterToolEnv", "RepairToolEnv", "make_environment_factory", "make_repair_reward"]
@@ -82,14 +88,14 @@ class RepairToolEnv:
             return "There are no example tests for this problem."
         res = self._judge_obj.judge(self.visible, code)
         if res.accepted:
-            return f"All {res.total} example tests passed."
+            return accepted_feedback(res.total)
         return format_feedback(self.visible, res, self._cfg)
 
     def _final_reward(self, text: str, turn_penalty: float = 0.0) -> float | None:
         """Hidden-test reward of final answer ``text`` (module doc); ``None`` on ``sandbox_error``. Private so that
         TRL does not expose it as a tool."""
         assert self.problem is not None, "reset() first"
-        code = extract_code(text, self.problem)
+        code = final_program([self.last_code, extract_code(text, self.problem)])
         if code is None:
             score = 0.0
         else:

@@ -1,5 +1,5 @@
-"""Repair training on verl: the run folder, the overrides and the launch of ``verl.trainer.main_ppo`` with the tool
-agent loop; the tools, rows and configs it writes are :mod:`rlvr.repair.verl_tool`'s."""
+"""Repair training on verl: the run folder, the overrides and the launch of ``verl.trainer.main_ppo`` with the agent
+loop running the repair protocol; the rows and configs it writes are :mod:`rlvr.repair.verl_tool`'s."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from rlvr.repair.verl_tool import (
     repair_overrides,
     write_agent_loop_config,
     write_repair_parquet,
-    write_tool_config,
 )
 
 __all__ = ["run_repair_verl"]
@@ -24,16 +23,16 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
                     val: Sequence[Problem], out_model_dir: str | Path, curves_path: str | Path,
                     runner: Any = None, python: str = sys.executable,
                     check: Any = "default", reward_shaping: Any = None) -> dict[str, Any]:
-    """Repair training on verl (engine ``verl``): GRPO through the tool agent loop
-    (:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`) with our tools.
+    """Repair training on verl (engine ``verl``): GRPO through verl's agent loop running the repair protocol
+    (:class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`: judge feedback as user turns, the last program graded).
 
     ``cfg``: the ``repair`` section (:class:`rlvr.repair.eval.RepairParams`; ``cfg.train`` supplies the GRPO fields,
     ``cfg.env()`` the environment); the ``verl`` section is read from ``params_path``. In the run folder
     ``$RLVR_CACHE_DIR/train/repair/<key>``: ``data/{train,val}.parquet``
-    (:func:`rlvr.repair.verl_tool.write_repair_parquet`), ``tool_config.yaml``
-    (:func:`~rlvr.repair.verl_tool.write_tool_config`), ``agent_loops.yaml``
-    (:func:`~rlvr.repair.verl_tool.write_agent_loop_config`, with ``cfg.turn_tokens``: the agent loop caps every
-    assistant turn at that many tokens), ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO
+    (:func:`rlvr.repair.verl_tool.write_repair_parquet`), ``agent_loops.yaml``
+    (:func:`~rlvr.repair.verl_tool.write_agent_loop_config`, with the environment settings and the judge pool of
+    the ``verl`` section, and ``cfg.turn_tokens``: the agent loop caps every assistant turn at that many tokens),
+    ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO
     overrides of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden
     verdict, plus :func:`rlvr.repair.verl_tool.repair_overrides`). Then launches ``python -m verl.trainer.main_ppo``
     through ``runner`` (:func:`rlvr.train.verl.launch.launch`; ``None``: :func:`rlvr.train.verl.launch.run_teed`;
@@ -79,9 +78,9 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
     write_repair_parquet(train, env, train_f)
     write_repair_parquet(val or train, env, val_f)
-    tools = write_tool_config(run / "tool_config.yaml", env, judge_pool=vcfg.judge_pool,
-                              judge_pool_workers=vcfg.judge_pool_workers, judge_pool_shards=vcfg.judge_pool_shards)
-    loops = write_agent_loop_config(run / "agent_loops.yaml", turn_tokens=getattr(cfg, "turn_tokens", None))
+    loops = write_agent_loop_config(run / "agent_loops.yaml", turn_tokens=getattr(cfg, "turn_tokens", None),
+                                    env=env, judge_pool=vcfg.judge_pool, judge_pool_workers=vcfg.judge_pool_workers,
+                                    judge_pool_shards=vcfg.judge_pool_shards)
     log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
     overrides = grpo_overrides(
@@ -91,7 +90,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         reward_shaping=reward_shaping,
         section="repair.train",
         ray_env=vlaunch.worker_env(log_path, hw),
-    ) + repair_overrides(tools.resolve(), env, agent_loop_config_path=loops.resolve())
+    ) + repair_overrides(None, env, agent_loop_config_path=loops.resolve())
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
     vlaunch.log_attention(hw)
@@ -105,7 +104,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
     attn, rmpad = resolve_attention(hw)
-    return {"engine": "verl", "method": "verl tool agent loop (run_tests tool, final-answer reward)",
+    return {"engine": "verl", "method": "verl agent loop, repair protocol (feedback user turns, last program graded)",
             "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
             "steps": rows[-1]["step"] if rows else 0, "checkpoint": portable_path(ckpt, run),
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}

@@ -1,39 +1,43 @@
-"""Multi-turn repair on verl 0.9.1's agent loop: our judge as native tools, the tool config, the overrides, the rows.
+"""Multi-turn repair on verl 0.9.1's agent loop: the repair protocol in verl's ``ToolAgentLoop``, the agent-loop
+config, the overrides, the rows; and the ``run_tests``/``run_python`` tools of the tool variant.
 
-verl >= 0.8 removed the built-in SandboxFusion tool and interactions; what is left is the ``tool_agent`` agent loop
-(``verl/experimental/agent_loop/tool_agent_loop.py``) calling ``BaseTool`` subclasses declared in a YAML file
-(``actor_rollout_ref.rollout.multi_turn.tool_config_path``; loaded by ``verl.tools.tool_registry.
-initialize_tools_from_config``: ``tools: [{class_name, config: {type: native, ...}, tool_schema}]``). Facts read
-from that source and relied on here:
+The protocol (:mod:`rlvr.repair.protocol`, the one the evaluation runs): the first user message states how feedback
+comes and how the episode ends; every reply is an attempt judged on the *visible* tests; a failing one gets the
+feedback as the next **user** turn; the program graded is the episode's last program. verl 0.9.1 has no user-turn
+mechanism (its ``interaction`` hooks are gone; what is left is the ``tool_agent`` loop,
+``verl/experimental/agent_loop/tool_agent_loop.py``, whose tool answers are ``tool`` turns), so our subclass
+:class:`FinalAnswerAgentLoop` (agent ``rlvr_tool_agent``, registered through
+``actor_rollout_ref.rollout.agent.agent_loop_config_path``) plays :class:`rlvr.repair.protocol.Episode` after every
+generation and appends its message as a user turn through verl's own token merge (response mask 0). Facts read from
+verl's source and relied on here:
 
-* per call, the loop does ``create(create_kwargs=row.tools_kwargs[tool].create_kwargs)`` → ``execute(id, args)`` →
-  ``release(id)``: a tool instance lives for one call, so per-problem data (the *visible* tests) travels in every
-  call's ``create_kwargs``; the number of calls is bounded by ``multi_turn.max_assistant_turns`` (= K, the turns) and
-  ``max_user_turns``, not by the tool;
-* ``tools_kwargs`` comes from the dataset row's ``extra_info.tools_kwargs`` (``RLHFDataset``); the loop is chosen by
-  the row's ``agent_name`` (verl's ``tool_agent``; ours: ``rlvr_tool_agent``, below).
+* verl's ``AgentLoopWorker`` instantiates the loop once per trajectory (``hydra.utils.instantiate`` of our config
+  entry, whose keys reach the constructor) and calls ``run(sampling_params, **row)``: the row's ``extra_info``
+  carries the visible tests (:data:`VISIBLE_KEY`);
+* the reward managers decode the *whole* multi-turn response (every assistant turn and the feedback between them),
+  so the extractor would also see code the feedback quotes: the loop records the program graded in the sample's
+  ``extra_fields["final_answer"]`` (verl merges ``extra_fields`` into the reward's ``extra_info``) and
+  :func:`rlvr.reward.verl.compute_score` scores that instead of the whole response; verl's ``tool_rewards`` field
+  carries ``-turn_penalty`` per feedback turn, which ``compute_score`` adds.
 
-Rows (:func:`repair_row_fields`): ``extra_info.tools_kwargs.run_tests.create_kwargs.ground_truth`` = the visible-test
-problem, ``reward_model.ground_truth`` = the hidden-test problem (:func:`rlvr.repair.env.split_tests`), so the final
-reward (:mod:`rlvr.reward.verl`) scores the last answer on hidden tests only, and the tool only ever sees visible ones.
+Rows (:func:`repair_row_fields`): ``prompt`` = the protocol's first message, ``extra_info[VISIBLE_KEY]`` = the
+visible-test problem, ``reward_model.ground_truth`` = the hidden-test problem (:func:`rlvr.repair.env.split_tests`),
+so the reward scores the final program on hidden tests only and the feedback only ever uses visible ones.
 
-The final answer: verl's reward manager decodes the *whole* multi-turn response (every assistant turn, and the tool
-answers between them, special tokens dropped), so the extractor would also see the judge's feedback and the code of
-earlier tool calls: a final turn without code could be scored on a fenced block the tool printed. The rows therefore
-name our subclass :class:`FinalAnswerAgentLoop` (agent ``rlvr_tool_agent``, registered through
-``actor_rollout_ref.rollout.agent.agent_loop_config_path``), which records the text of the last assistant turn in the
-sample's ``extra_fields["final_answer"]``; verl's reward managers merge those fields into ``extra_info``, and
-:func:`rlvr.reward.verl.compute_score` scores that text instead of the whole response.
+The tool variant (:class:`RunTestsTool`, :class:`PythonTool`, :func:`write_tool_config`, :func:`tool_call_text`):
+verl ``BaseTool`` subclasses declared in a YAML file (``multi_turn.tool_config_path``; ``initialize_tools_from_config``)
+for a policy that calls ``run_tests`` through its chat template's tool-call syntax; the repair stage does not use
+it (the launch writes no tool config), it stays for the GPU suite's tool-use check (``bench/gpu/teach_tools.py``).
 
-The judge is :func:`rlvr.judge.client.get_judge` (a remote judge when ``RLVR_SANDBOX_URL`` is set), created lazily in
-each rollout worker; its synchronous calls run in a thread (``asyncio.to_thread``).
+The judge is :func:`rlvr.judge.client.get_judge` (a remote judge when ``RLVR_SANDBOX_URL`` is set) or the node's
+shared judge (``verl.judge_pool: node``), created lazily in each rollout worker; its synchronous calls run in a
+thread (``asyncio.to_thread``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -43,21 +47,36 @@ from verl.experimental.agent_loop.tool_agent_loop import AgentData, AgentState, 
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from rlvr.data.schema import Problem, from_ground_truth, ground_truth
+from rlvr.data.schema import Problem, from_ground_truth
 from rlvr.io import atomic_write_text
-from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
-from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
+from rlvr.repair.protocol import (
+    EnvConfig,
+    Episode,
+    accepted_feedback,
+    cap_middle,
+    fenced,
+    format_feedback,
+)
+from rlvr.repair.verl_config import (
+    AGENT_NAME,
+    FEEDBACK_TURNS_KEY,
+    VISIBLE_KEY,
+    agent_loop_config,
+    episode_budget,
+    repair_overrides,
+    repair_row_fields,
+    repair_verl_rows,
+    write_agent_loop_config,
+    write_repair_parquet,
+)
+from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY, TOOL_REWARDS_KEY
 
-__all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
-           "accepted_feedback", "agent_loop_config", "episode_budget", "repair_overrides", "repair_row_fields",
-           "repair_tool_config", "repair_verl_rows", "tool_call_text", "write_agent_loop_config",
-           "write_repair_parquet", "write_tool_config"]
+__all__ = ["AGENT_NAME", "FEEDBACK_TURNS_KEY", "FINAL_ANSWER_KEY", "TOOL_REWARDS_KEY", "VISIBLE_KEY",
+           "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool", "accepted_feedback", "agent_loop_config",
+           "episode_budget", "repair_overrides", "repair_row_fields", "repair_tool_config", "repair_verl_rows",
+           "tool_call_text", "write_agent_loop_config", "write_repair_parquet", "write_tool_config"]
 
 _JUDGE: Any = None
-AGENT_NAME = "rlvr_tool_agent"
-"""The rows' ``agent_name``: :class:`FinalAnswerAgentLoop`."""
-
-
 def _judge(pool: str = "process", workers: int = 0, shards: int = 0) -> Any:
     """The tools' judge in this rollout worker: the node's shared judge (:class:`rlvr.judge.ray_pool.NodeJudge` of
     ``workers`` sandboxes over ``shards`` actors, 0 = automatic: the same actors verl's reward workers use, given the
@@ -86,55 +105,85 @@ def _env_cfg(config: dict[str, Any]) -> EnvConfig:
     return EnvConfig(**{k: v for k, v in config.items() if k in EnvConfig.model_fields})
 
 
-def accepted_feedback(total: int) -> str:
-    """What ``run_tests`` answers when the program passes all ``total`` visible tests."""
-    return f"All {total} example tests passed."
-
-
 class FinalAnswerAgentLoop(ToolAgentLoop):
-    """verl's ``tool_agent`` loop (unchanged) that also records the final answer and the tool calls that failed to
-    parse.
+    """verl's ``tool_agent`` loop running the repair protocol (:mod:`rlvr.repair.protocol`) with feedback as user
+    turns, and recording the program graded.
 
-    After every generation, ``extra_fields[FINAL_ANSWER_KEY]`` = that turn's tokens decoded like verl's reward
-    managers decode a response (``skip_special_tokens=True``), cut where the episode's response is cut
-    (``rollout.response_length`` tokens), so the last one left is the answer the reward scores (module doc). A turn
-    that ends on a tool call is recorded too: an episode whose last turn is a call (turns exhausted) has no final
-    answer, and its text holds no fenced program.
+    A row that carries its visible tests (``extra_info[VISIBLE_KEY]``, :func:`repair_row_fields`) is played as a
+    protocol :class:`~rlvr.repair.protocol.Episode`: after every generation the turn's text is given to
+    ``Episode.step`` (judged on the visible tests in a thread, with the tools' judge :func:`_judge`); unless that
+    ends the episode, its message (feedback, or a ```python-run output) is appended as a ``user`` message through
+    verl's own token merge (``ct_merge_context_msg``: response mask 0, as verl does for a tool answer) and the loop
+    generates again. verl's tool parser is not consulted for such a row: every reply is an answer or a python-run
+    call, as in the evaluation. The episode also ends, as every verl episode does, when the response budget
+    (``rollout.response_length``) or ``multi_turn.max_assistant_turns`` / ``max_user_turns`` run out; the program
+    graded is then the last one so far.
 
-    ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts, over the episode, the turns' tool-call openings
-    (``tool_parser.tool_call_start_token``, ``<tool_call>`` for ``hermes`` and ``qwen3_coder``) that verl's parser
-    did not turn into a call (bad JSON, a missing closing tag, an unknown layout): verl drops those silently (it logs
-    "Failed to decode tool call" and ends the episode as if the turn were a final answer). A call that parsed but was
-    not run because the turn or length budget ended the episode is not a failure. The count reaches the reward's
-    ``extra_info`` (verl merges ``extra_fields`` into it), which reports it per sample (``tool_parse_failures``), and
-    :mod:`rlvr.train.verl.logs` sums it per step.
+    Recorded in the sample's ``extra_fields`` (which verl's reward managers merge into the reward's ``extra_info``):
+    ``FINAL_ANSWER_KEY`` = the episode's last program as a single fenced block (:func:`rlvr.repair.protocol.fenced`
+    of :attr:`Episode.final`), or the last turn's text when no answer had code, so :func:`rlvr.reward.verl.
+    compute_score` scores the program the evaluation grades; ``tool_rewards`` (verl's own key, ``TOOL_REWARDS_KEY``)
+    = ``-turn_penalty`` per feedback turn (answers − 1), which ``compute_score`` adds to the score; ``feedback_turns``
+    (``FEEDBACK_TURNS_KEY``). Each turn's text is decoded like verl's reward managers decode a response
+    (``skip_special_tokens=True``) and cut where the episode's response is cut (``rollout.response_length`` tokens).
 
-    ``turn_tokens`` (``repair.turn_tokens``; a key of our agent-loop config, :func:`agent_loop_config`, which verl's
-    ``AgentLoopWorker._run_agent_loop`` passes to the constructor through ``hydra.utils.instantiate``): the token
-    budget of every assistant turn. verl 0.9.1 has none: ``AgentLoopWorker.generate_sequences``
-    (``experimental/agent_loop/agent_loop.py``) builds sampling params without ``max_tokens``, ``ToolAgentLoop``
-    passes them on unchanged, and the vLLM server (``vLLMHttpServer.generate``,
-    ``workers/rollout/vllm_rollout/vllm_async_server.py``) then lets a turn run to ``min(response_length,
-    prompt_length + response_length - len(context))``, the whole rest of the episode. An explicit ``max_tokens`` it
-    honours (clamped to the model's context); so each turn here asks for ``min(turn_tokens, response_length - tokens
-    of the response so far)`` (:meth:`turn_max_tokens`). ``None``: verl's default."""
+    A row without ``VISIBLE_KEY`` runs verl's plain tool loop; then ``FINAL_ANSWER_KEY`` is the last turn's text and
+    ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts the turns' tool-call openings
+    (``tool_parser.tool_call_start_token``) that verl's parser did not turn into a call (verl drops those silently).
 
-    def __init__(self, *args: Any, turn_tokens: int | None = None, **kwargs: Any) -> None:
+    Constructor keywords (keys of our agent-loop config, :func:`agent_loop_config`, which verl's
+    ``AgentLoopWorker._run_agent_loop`` passes through ``hydra.utils.instantiate``; one instance per trajectory):
+    ``env`` (a dict of :class:`~rlvr.repair.protocol.EnvConfig` fields: feedback template, caps, turns, mode,
+    ``turn_penalty``; default: the defaults), ``judge_pool`` / ``judge_pool_workers`` / ``judge_pool_shards`` (as
+    ``verl.*``, :func:`_judge`), and ``turn_tokens`` (``repair.turn_tokens``): the token budget of every assistant
+    turn. verl 0.9.1 has none: ``AgentLoopWorker.generate_sequences`` (``experimental/agent_loop/agent_loop.py``)
+    builds sampling params without ``max_tokens``, ``ToolAgentLoop`` passes them on unchanged, and the vLLM server
+    (``vLLMHttpServer.generate``, ``workers/rollout/vllm_rollout/vllm_async_server.py``) then lets a turn run to
+    ``min(response_length, prompt_length + response_length - len(context))``, the whole rest of the episode. An
+    explicit ``max_tokens`` it honours (clamped to the model's context); so each turn here asks for
+    ``min(turn_tokens, response_length - tokens of the response so far)`` (:meth:`turn_max_tokens`). ``None``:
+    verl's default. Raises ``ValueError`` for ``turn_tokens`` < 1 or an unknown ``env`` key."""
+
+    def __init__(self, *args: Any, turn_tokens: int | None = None, env: dict[str, Any] | None = None,
+                 judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0,
+                 **kwargs: Any) -> None:
         if turn_tokens is not None and int(turn_tokens) < 1:
             raise ValueError(f"FinalAnswerAgentLoop: turn_tokens must be >= 1, got {turn_tokens}")
         super().__init__(*args, **kwargs)
         self.turn_tokens = None if turn_tokens is None else int(turn_tokens)
+        env_dict = _plain(env) if env is not None else {}
+        self.env_cfg = EnvConfig(**env_dict)
+        self.judge_spec = (str(judge_pool), int(judge_pool_workers or 0), int(judge_pool_shards or 0))
+        self.episode: Episode | None = None
+
+    async def run(self, sampling_params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        """verl's ``run``, after starting the protocol episode of a row that carries ``extra_info[VISIBLE_KEY]``
+        (class doc)."""
+        info = kwargs.get("extra_info") or {}
+        gt = info.get(VISIBLE_KEY) if isinstance(info, dict) else None
+        if gt is not None:
+            first = next((m for m in kwargs.get("raw_prompt") or [] if m.get("role") == "user"), None)
+            self.episode = Episode(from_ground_truth(gt, "repair"), _judge(*self.judge_spec), self.env_cfg,
+                                   str(first["content"]) if first else None)
+        return await super().run(sampling_params, *args, **kwargs)
 
     def turn_max_tokens(self, agent_data: AgentData, sampling_params: dict[str, Any]) -> int | None:
         """The ``max_tokens`` of the next assistant turn: ``min(turn_tokens, response_length - len(response so
-        far))`` tokens (the response so far: every earlier turn and tool answer, ``agent_data.response_mask``), and
-        at most a ``max_tokens``/``max_new_tokens`` the caller already set; at least 1 (verl's servers reject less;
-        ``ToolAgentLoop`` ends the episode before a turn with no budget left). ``None`` without ``turn_tokens``."""
+        far))`` tokens (the response so far: every earlier turn and user/tool turn, ``agent_data.response_mask``),
+        and at most a ``max_tokens``/``max_new_tokens`` the caller already set; at least 1 (verl's servers reject
+        less; ``ToolAgentLoop`` ends the episode before a turn with no budget left). ``None`` without
+        ``turn_tokens``."""
         if self.turn_tokens is None:
             return None
         caps = [self.turn_tokens, self.response_length - len(agent_data.response_mask)]
         caps += [int(sampling_params[k]) for k in ("max_tokens", "max_new_tokens") if sampling_params.get(k)]
         return max(1, min(caps))
+
+    def _out_of_budget(self, agent_data: AgentData, ignore_termination: bool) -> bool:
+        """verl's own end conditions after a generation (``ToolAgentLoop._handle_generating_state``)."""
+        return ((not ignore_termination and len(agent_data.response_mask) >= self.response_length)
+                or bool(self.max_assistant_turns and agent_data.assistant_turns >= self.max_assistant_turns)
+                or bool(self.max_user_turns and agent_data.user_turns >= self.max_user_turns))
 
     async def _handle_generating_state(self, agent_data: AgentData, sampling_params: dict[str, Any],
                                        ignore_termination: bool = False) -> AgentState:
@@ -144,43 +193,82 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
                                "max_tokens": cap}
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         ids = list(agent_data.response_ids)
+        over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
+        cut = ids[: max(0, len(ids) - over)] if over > 0 else ids
+        text = self.tokenizer.decode(cut, skip_special_tokens=True)
+        if self.episode is None:
+            await self._count_parse_failures(agent_data, ids, state)
+            agent_data.extra_fields[FINAL_ANSWER_KEY] = text
+            return state
+        return await self._protocol_turn(agent_data, text, self._out_of_budget(agent_data, ignore_termination))
+
+    async def _protocol_turn(self, agent_data: AgentData, text: str, out_of_budget: bool) -> AgentState:
+        """One protocol step on the turn's ``text`` (class doc): record the final program and the penalties, then
+        end the episode or append the user turn and generate again."""
+        ep = self.episode
+        assert ep is not None
+        agent_data.tool_calls = []  # no verl tool under the protocol
+        reply = await asyncio.to_thread(ep.step, text)
+        final = ep.final
+        agent_data.extra_fields[FINAL_ANSWER_KEY] = fenced(final) if final is not None else text
+        agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = 0
+        if reply.done or out_of_budget or reply.message is None:
+            return self._finish(agent_data)
+        if agent_data.messages and agent_data.messages[-1].get("role") == "assistant":
+            agent_data.messages[-1] = {"role": "assistant", "content": text}  # the text, tool-call syntax and all
+        else:
+            agent_data.messages.append({"role": "assistant", "content": text})
+        previous = list(agent_data.messages)
+        agent_data.messages.append({"role": "user", "content": reply.message})
+        merged, mask, logprobs = await self.ct_merge_context_msg(
+            previous, agent_data.messages, agent_data.prompt_ids, agent_data.response_mask,
+            agent_data.response_logprobs or None, tools=getattr(agent_data, "_active_tool_schemas", self.tool_schemas))
+        if len(mask) >= self.response_length:  # verl's rule for a tool answer that does not fit
+            return self._finish(agent_data)
+        agent_data.prompt_ids, agent_data.response_mask = merged.token_ids, mask
+        if agent_data.response_logprobs:
+            agent_data.response_logprobs = logprobs or []
+        agent_data.user_turns += 1
+        return AgentState.GENERATING
+
+    def _finish(self, agent_data: AgentData) -> AgentState:
+        """End the protocol episode: the turn penalties (``-turn_penalty`` per feedback turn) into verl's
+        ``tool_rewards`` and the count into ``FEEDBACK_TURNS_KEY``."""
+        ep = self.episode
+        assert ep is not None
+        ep.done = True
+        n = ep.feedback_turns
+        agent_data.tool_rewards[:] = [-self.env_cfg.turn_penalty] * n
+        agent_data.extra_fields[FEEDBACK_TURNS_KEY] = n
+        return AgentState.TERMINATED
+
+    async def _count_parse_failures(self, agent_data: AgentData, ids: list[int], state: AgentState) -> None:
+        """Plain tool loop (no protocol row): count the tool-call openings verl's parser dropped (class doc)."""
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
         opened = text.count(getattr(self.tool_parser, "tool_call_start_token", "<tool_call>"))
-        if opened:
-            if state == AgentState.PROCESSING_TOOLS:
-                parsed = len(agent_data.tool_calls)
-            else:  # parser not run (budget ended the episode) or it found nothing: parse again to tell them apart
-                active = getattr(agent_data, "_active_tools", self.tools)
-                _, calls = await self.tool_parser.extract_tool_calls(ids, [t.tool_schema for t in active.values()])
-                parsed = len(calls)
-            failed = max(0, opened - parsed)
-            agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = (
-                int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + failed)
-        else:
+        if not opened:
             agent_data.extra_fields.setdefault(TOOL_PARSE_FAILURES_KEY, 0)
-        over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
-        if over > 0:
-            ids = ids[: max(0, len(ids) - over)]
-        agent_data.extra_fields[FINAL_ANSWER_KEY] = self.tokenizer.decode(ids, skip_special_tokens=True)
-        return state
+            return
+        if state == AgentState.PROCESSING_TOOLS:
+            parsed = len(agent_data.tool_calls)
+        else:  # parser not run (budget ended the episode) or it found nothing: parse again to tell them apart
+            active = getattr(agent_data, "_active_tools", self.tools)
+            _, calls = await self.tool_parser.extract_tool_calls(ids, [t.tool_schema for t in active.values()])
+            parsed = len(calls)
+        agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = (
+            int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + max(0, opened - parsed))
 
 
-def agent_loop_config(turn_tokens: int | None = None) -> list[dict[str, Any]]:
-    """verl's agent-loop config (``rollout.agent.agent_loop_config_path``): ``[{name: AGENT_NAME, _target_: …}]``,
-    plus ``turn_tokens`` (tokens per assistant turn, :class:`FinalAnswerAgentLoop`) when given: verl's
-    ``AgentLoopWorker`` loads the file with OmegaConf and instantiates the entry with ``hydra.utils.instantiate``
-    (``experimental/agent_loop/agent_loop.py``), so the entry's keys reach the constructor as keyword arguments."""
-    entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": f"{__name__}.{FinalAnswerAgentLoop.__qualname__}"}
-    if turn_tokens is not None:
-        entry["turn_tokens"] = int(turn_tokens)
-    return [entry]
+def _plain(obj: Any) -> dict[str, Any]:
+    """An OmegaConf node (what hydra passes) or a mapping as a plain dict."""
+    try:
+        from omegaconf import DictConfig, OmegaConf
 
-
-def write_agent_loop_config(path: str | Path, turn_tokens: int | None = None) -> Path:
-    """Write :func:`agent_loop_config` (``turn_tokens`` passed on) as YAML to ``path`` atomically; returns the
-    path."""
-    atomic_write_text(path, yaml.safe_dump(agent_loop_config(turn_tokens), sort_keys=False))
-    return Path(path)
+        if isinstance(obj, DictConfig):
+            return dict(OmegaConf.to_container(obj, resolve=True))  # type: ignore[arg-type]
+    except ImportError:  # pragma: no cover - hydra comes with verl
+        pass
+    return dict(obj)
 
 
 class RunTestsTool(BaseTool):
@@ -302,80 +390,3 @@ def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | No
     atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty, judge_pool, judge_pool_workers,
                                                               judge_pool_shards), sort_keys=False))
     return Path(path)
-
-
-def episode_budget(cfg: EnvConfig, turn_tokens: int) -> int:
-    """The episode's response budget in tokens (verl's ``data.max_response_length``, which holds every assistant turn
-    and every tool answer of a multi-turn episode): ``assistant_turns x turn_tokens + tool_answers x
-    feedback_chars``, with ``assistant_turns`` = ``turns`` (+ ``max_tool_calls`` in interpreter mode, as
-    :func:`repair_overrides`' ``max_assistant_turns``) and ``tool_answers`` = ``assistant_turns - 1`` (a tool answer
-    follows every turn but the last). A tool answer is capped at ``feedback_chars`` characters
-    (``multi_turn.max_tool_response_length``); with byte-level BPE tokenizers an ASCII character is at most one
-    token, so for ASCII feedback this is an upper bound. Raises ``ValueError`` when ``turn_tokens`` < 1."""
-    if turn_tokens < 1:
-        raise ValueError(f"repair.turn_tokens={turn_tokens}: must be at least 1 token")
-    assistant = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
-    return assistant * turn_tokens + (assistant - 1) * cfg.feedback_chars
-
-
-def repair_overrides(tool_config_path: str | Path, cfg: EnvConfig, tool_response_chars: int | None = None,
-                     agent_loop_config_path: str | Path | None = None) -> list[str]:
-    """Hydra overrides (``verl.trainer.main_ppo``) turning on the tool agent loop with our tools: multi-turn on,
-    the tool config, ``max_assistant_turns`` = ``turns + max_tool_calls`` (interpreter) or ``turns``, tool response
-    cap (characters; default ``cfg.feedback_chars``), the tool-call format ``cfg.tool_format``, and the agent loop
-    :data:`AGENT_NAME` (:class:`FinalAnswerAgentLoop`) registered from ``agent_loop_config_path``
-    (:func:`write_agent_loop_config`) as the default loop; without that path, verl's plain ``tool_agent``. Add them
-    to the GRPO overrides of :mod:`rlvr.train.verl.overrides`."""
-    turns = cfg.turns + (cfg.max_tool_calls if cfg.mode == "interpreter" else 0)
-    mt = "actor_rollout_ref.rollout.multi_turn"
-    return [
-        f"{mt}.enable=True",
-        f"{mt}.tool_config_path={tool_config_path}",
-        f"{mt}.max_assistant_turns={turns}",
-        f"{mt}.max_user_turns={turns}",
-        f"{mt}.max_tool_response_length={tool_response_chars or cfg.feedback_chars}",
-        f"{mt}.format={cfg.tool_format}",
-        *([f"actor_rollout_ref.rollout.agent.agent_loop_config_path={agent_loop_config_path}",
-           f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}"] if agent_loop_config_path else
-          ["actor_rollout_ref.rollout.agent.default_agent_loop=tool_agent"]),
-    ]
-
-
-def repair_row_fields(problem: Problem, cfg: EnvConfig) -> dict[str, Any]:
-    """verl parquet fields of a repair row (module doc): ``agent_name``, ``reward_model`` (hidden ground truth) and
-    ``extra_info.tools_kwargs`` (visible ground truth for ``run_tests``). Merge into the row of
-    :mod:`rlvr.train.verl.data`; raises ``ValueError`` for a problem without tests."""
-    visible, hidden = split_tests(problem, cfg.visible_tests)
-    return {
-        "agent_name": AGENT_NAME,
-        "reward_model": {"style": "rule", "ground_truth": ground_truth(hidden)},
-        "extra_info": {"tools_kwargs": {"run_tests": {"create_kwargs": {"ground_truth": ground_truth(visible)}}},
-                       "need_tools_kwargs": True},
-    }
-
-
-def repair_verl_rows(problems: Sequence[Problem], cfg: EnvConfig) -> list[dict[str, Any]]:
-    """verl RL rows for repair training: :func:`rlvr.data.export.verl_rows` (prompt, data_source, ability) with
-    :func:`repair_row_fields` merged in (hidden ground truth for the reward, visible one for ``run_tests``)."""
-    from rlvr.data.export import verl_rows
-
-    rows = verl_rows(problems)
-    for row, p in zip(rows, problems, strict=True):
-        f = repair_row_fields(p, cfg)
-        row["agent_name"] = f["agent_name"]
-        row["reward_model"] = f["reward_model"]
-        row["extra_info"] = {**row["extra_info"], **f["extra_info"]}
-    return rows
-
-
-def write_repair_parquet(problems: Sequence[Problem], cfg: EnvConfig, path: str | Path) -> int:
-    """Write :func:`repair_verl_rows` as a parquet file at ``path`` atomically; returns the row count."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from rlvr.io import atomic_open
-
-    table = pa.Table.from_pylist(repair_verl_rows(problems, cfg))
-    with atomic_open(path, "wb") as fh:
-        pq.write_table(table, fh)
-    return table.num_rows

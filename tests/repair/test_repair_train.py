@@ -11,9 +11,9 @@ import pytest
 import yaml
 from test_repair_env import BAD, GOOD, FakeJudge, Scripted, _problem
 
-from rlvr.data.prompts import build_messages
 from rlvr.data.schema import from_ground_truth
 from rlvr.repair import EnvConfig
+from rlvr.repair.protocol import initial_messages
 from rlvr.train.local.repair import (
     RepairTrainParams,
     collect_repair_contexts,
@@ -70,7 +70,8 @@ def test_feedback_can_restate_the_prompt_and_warmup_rows_target_the_reference():
 def test_first_turn_contexts_hold_the_prompt_and_hidden_tests_only():
     p = _problem("t/5")
     (c,) = first_turn_contexts([p], EnvConfig(turns=3))
-    assert c.turn == 1 and c.chat() == build_messages(p) and all(t.stdin.startswith("HID_") for t in c.hidden.tests)
+    assert c.turn == 1 and c.chat() == initial_messages(p, EnvConfig(turns=3))
+    assert all(t.stdin.startswith("HID_") for t in c.hidden.tests)
     (row,) = repair_rows([c])
     assert row["turn"] == 1 and "HID_" not in json.dumps(row["prompt"])
 
@@ -164,11 +165,13 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
                         tmp_path / "curves.tsv", runner=runner, check=lambda env, a: seen.append(len(runner.calls)))
     assert seen == [0]
     assert "run_dir" not in m and m["checkpoint"].startswith("<run>/")  # no path of this machine in the metrics
-    run = next((tmp_path / "cache" / "train" / "repair").glob("*/tool_config.yaml")).parent
-    tools = yaml.safe_load((run / "tool_config.yaml").read_text())["tools"]
-    assert all(t["config"]["judge_pool"] == "node" for t in tools)  # the tools judge on the node's shared judge
+    run = next((tmp_path / "cache" / "train" / "repair").glob("*/agent_loops.yaml")).parent
+    assert not (run / "tool_config.yaml").exists()  # the protocol's feedback is user turns, no verl tool
+    (loop,) = yaml.safe_load((run / "agent_loops.yaml").read_text())
+    assert loop["judge_pool"] == "node"  # the feedback is judged on the node's shared judge, and on
     # ... the same actors as the reward workers: the same budget and split (their names depend on the split)
-    assert all((t["config"]["judge_pool_workers"], t["config"]["judge_pool_shards"]) == (12, 3) for t in tools)
+    assert (loop["judge_pool_workers"], loop["judge_pool_shards"]) == (12, 3)
+    assert loop["env"]["turns"] == 3 and loop["env"]["turn_penalty"] == 0.1
     argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)
     overrides = [a for a in argv if "=" in a]
     assert "actor_rollout_ref.rollout.agent.default_agent_loop=rlvr_tool_agent" in overrides
@@ -183,7 +186,7 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
 
     rows = pq.read_table(run / "data" / "train.parquet").to_pylist()
     assert len(rows) == 4 and all(r["agent_name"] == "rlvr_tool_agent" for r in rows)
-    vis = from_ground_truth(rows[0]["extra_info"]["tools_kwargs"]["run_tests"]["create_kwargs"]["ground_truth"])
+    vis = from_ground_truth(rows[0]["extra_info"]["repair_visible"])
     hid = from_ground_truth(rows[0]["reward_model"]["ground_truth"])
     assert len(vis.tests) == 1 and len(hid.tests) == 2 and vis.tests[0] not in hid.tests
     assert (tmp_path / "models" / "repair" / "verl_overrides.txt").is_file() and (tmp_path / "curves.tsv").is_file()

@@ -1,7 +1,7 @@
 """Repair under verl: an episode's reward goes through verl's own agent-loop reward path (``AgentLoopWorker.
 _compute_score`` building the reward batch, verl's reward manager loaded from a config as the reward worker loads it,
 our ``compute_score``) and keeps what the local engine's repair reward has: the turn penalty, and the tool calls that
-failed to parse, counted."""
+failed to parse (verl's plain tool loop), counted."""
 
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def _agent_loop_reward(out, row, rm):
     return out.reward_score, out.extra_fields["reward_extra_info"]
 
 
-def _episode(tmp_path, monkeypatch, replies, cfg):
-    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # the tool: accepted iff FIXED
+def _episode(tmp_path, monkeypatch, replies, cfg, protocol=True):
+    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # the feedback judge: accepted iff FIXED
     tok = build_tokenizer([*replies, FIXED, "example tests passed wrong Fix"] * 20, vocab_size=400)
-    out, row = _run_agent_loop(tmp_path, tok, replies, cfg, _problem())
+    out, row = _run_agent_loop(tmp_path, tok, replies, cfg, _problem(), protocol=protocol)
     return tok, out, row
 
 
@@ -79,11 +79,12 @@ def reward_judge():
 
 
 def test_turn_penalty_reaches_the_final_score(tmp_path, monkeypatch, reward_judge):
-    """Two run_tests calls, then the fixed program: sparse reward 1 minus 2 × turn_penalty, as the local engine's
-    repair reward (``trl_env``: score − turn_penalty × calls); verl itself only keeps the tool rewards aside."""
-    call = verl_tool.tool_call_text("run_tests", {"code": "print('x')"}, "qwen3_coder")
-    cfg = EnvConfig(turns=4, tool_format="qwen3_coder", turn_penalty=0.25)
-    tok, out, row = _episode(tmp_path, monkeypatch, [call, call, FIXED], cfg)
+    """Two failing answers (two feedback turns), then the fixed program: sparse reward 1 minus 2 × turn_penalty, as
+    the local engine's repair reward (turn_penalty × feedback turns); verl itself only keeps the tool rewards
+    aside."""
+    bad = "```python\nprint('x')\n```"
+    cfg = EnvConfig(turns=4, turn_penalty=0.25)
+    tok, out, row = _episode(tmp_path, monkeypatch, [bad, bad, FIXED], cfg)
     assert out.extra_fields["tool_rewards"] == [-0.25, -0.25]
     score, info = _agent_loop_reward(out, row, _manager(tok, {"reward_mode": "sparse"}))
     assert score == pytest.approx(0.5) and info["acc"] and info["tool_reward"] == pytest.approx(-0.5)
@@ -91,16 +92,16 @@ def test_turn_penalty_reaches_the_final_score(tmp_path, monkeypatch, reward_judg
 
 
 def test_tool_calls_that_fail_to_parse_are_counted(tmp_path, monkeypatch, reward_judge):
-    """A hermes call with broken JSON: verl's parser drops it (the episode ends as if it were an answer); the loop
-    counts it and the reward reports it."""
+    """verl's plain tool loop (a row without the protocol's visible tests): a hermes call with broken JSON is dropped
+    by verl's parser (the episode ends as if it were an answer); the loop counts it and the reward reports it."""
     bad = '<tool_call>\n{"name": "run_tests", "arguments": {"code": "print(1)"\n</tool_call>'
     good = verl_tool.tool_call_text("run_tests", {"code": "print('x')"}, "hermes")
     cfg = EnvConfig(turns=4, tool_format="hermes")
-    tok, out, row = _episode(tmp_path, monkeypatch, [good, bad], cfg)
+    tok, out, row = _episode(tmp_path, monkeypatch, [good, bad], cfg, protocol=False)
     assert out.extra_fields["tool_parse_failures"] == 1 and out.num_turns == 4  # call, tool answer, broken call
     score, info = _agent_loop_reward(out, row, _manager(tok, {"reward_mode": "sparse"}))
     assert info["tool_parse_failures"] == 1 and score == 0.0
-    tok, out, row = _episode(tmp_path, monkeypatch, [good, FIXED], cfg)  # well-formed calls are not failures
+    tok, out, row = _episode(tmp_path, monkeypatch, [good, FIXED], cfg, protocol=False)  # well-formed: no failure
     assert out.extra_fields["tool_parse_failures"] == 0
 
 

@@ -143,19 +143,23 @@ class _BudgetServer:
 
 
 def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096, server=None, turn_tokens=None,
-                    prompt_length=1024):
+                    prompt_length=1024, protocol=True):
     """One episode through verl's own agent-loop machinery: the loop class comes from our agent-loop config the way
-    verl's AgentLoopWorker instantiates it (hydra ``_target_``), with our tools from the tool config. ``server``:
-    the LLM server client (default: :class:`_ScriptedServer` over ``replies``); ``turn_tokens``: written into the
-    agent-loop config as the repair launch writes it."""
+    verl's AgentLoopWorker instantiates it (hydra ``_target_``). ``protocol``: the repair row as the launch writes it
+    (the loop plays the repair protocol, no verl tool); ``False``: the row without its visible tests and our tools
+    from the tool config (verl's plain tool loop). ``server``: the LLM server client (default:
+    :class:`_ScriptedServer` over ``replies``); ``turn_tokens``: written into the agent-loop config as the repair
+    launch writes it."""
     import hydra
     from omegaconf import OmegaConf
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap
     from verl.tools.tool_registry import initialize_tools_from_config
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    tools = initialize_tools_from_config(str(verl_tool.write_tool_config(tmp_path / "tools.yaml", cfg)))
-    (loop_cfg,) = OmegaConf.load(verl_tool.write_agent_loop_config(tmp_path / "loops.yaml", turn_tokens))
+    tools = [] if protocol else initialize_tools_from_config(str(verl_tool.write_tool_config(tmp_path / "tools.yaml",
+                                                                                             cfg)))
+    (loop_cfg,) = OmegaConf.load(verl_tool.write_agent_loop_config(tmp_path / "loops.yaml", turn_tokens,
+                                                                   env=cfg if protocol else None))
     assert loop_cfg.name == verl_tool.AGENT_NAME
     conf = OmegaConf.create({"actor_rollout_ref": {"rollout": {
         "prompt_length": prompt_length, "response_length": response_length, "full_determinism": False,
@@ -163,6 +167,8 @@ def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096, 
                        "max_tool_response_length": cfg.feedback_chars, "tool_response_truncate_side": "middle",
                        "format": cfg.tool_format}}}})
     row = verl_tool.repair_verl_rows([problem], cfg)[0]
+    if not protocol:
+        row["extra_info"].pop(verl_tool.VISIBLE_KEY)
 
     async def go():
         loop = hydra.utils.instantiate(loop_cfg, trainer_config=DictConfigWrap(conf),
@@ -177,27 +183,26 @@ def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096, 
     return asyncio.run(go()), row
 
 
-def test_agent_loop_records_the_last_turn_and_the_reward_scores_only_it(tmp_path, monkeypatch):
-    """A failing run_tests call prints a correct program and the tool's feedback shows it; the final turn has no
-    code. verl decodes the whole episode (the call, the tool's feedback, the final turn) for the reward: scored as a
-    whole, the program printed into the feedback was accepted; scored on the final answer, the episode has no code."""
+def test_agent_loop_scores_the_last_program_not_a_fenced_block_the_feedback_shows(tmp_path, monkeypatch):
+    """The feedback quotes a fenced program that the reward judge would accept, and the final turn has no code.
+    verl decodes the whole episode (answers and feedback) for the reward: scored as a whole, the quoted program was
+    accepted; scored on the recorded final answer (the episode's last program, the failing one), it is not."""
     from rlvr.judge.verdict import JudgeResult
     from rlvr.model import build_tokenizer
+    from rlvr.repair.protocol import fenced
     from rlvr.reward.scorer import set_default_judge
     from rlvr.reward.verl import compute_score
 
-    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # the tool: wrong_answer, prints "wrong"
+    monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # the feedback judge: wrong_answer, prints "wrong"
     printed = "```python\nprint('SOLVED')\n```"
-    call = verl_tool.tool_call_text("run_tests", {"code": f"print({printed!r})"}, "qwen3_coder")
-    replies = [call, "I cannot fix it."]
-    cfg = EnvConfig(turns=3, tool_format="qwen3_coder", field_chars=500,
-                    feedback_template="{verdict}. Your output:\n" + printed + "\nFix it.")
+    replies = ["```python\nprint('bad')\n```", "I cannot fix it."]
+    cfg = EnvConfig(turns=3, field_chars=500, feedback_template="{verdict}. Try:\n" + printed + "\nFix it.")
     tok = build_tokenizer([*replies, printed, "Echo. wrong Fix it. Your output"] * 20, vocab_size=400)
     out, row = _run_agent_loop(tmp_path, tok, replies, cfg, _problem())
-    assert out.num_turns == 4  # prompt, call, tool answer, final answer
+    assert out.num_turns == 6  # prompt, answer, feedback, answer, feedback, answer
     whole = tok.decode(out.response_ids, skip_special_tokens=True)
     assert printed in whole and whole.rstrip().endswith("I cannot fix it.")
-    assert out.extra_fields[verl_tool.FINAL_ANSWER_KEY] == "I cannot fix it."
+    assert out.extra_fields[verl_tool.FINAL_ANSWER_KEY] == fenced("print('bad')")
 
     class AcceptsSolved:
         def judge_many(self, items):
@@ -207,25 +212,28 @@ def test_agent_loop_records_the_last_turn_and_the_reward_scores_only_it(tmp_path
     set_default_judge(AcceptsSolved())
     try:
         gt = row["reward_model"]["ground_truth"]
-        assert compute_score("t", whole, gt, {}, reward_mode="sparse")["score"] == 1.0  # the old reading
+        assert compute_score("t", whole, gt, {}, reward_mode="sparse")["score"] == 1.0  # the whole-response reading
         extra = {**row["extra_info"], **out.extra_fields}  # what verl's reward manager passes
         r = compute_score("t", whole, gt, extra, reward_mode="sparse")
-        assert (r["score"], r["has_code"], r["status"]) == (0.0, False, "syntax_error")
+        assert (r["score"], r["has_code"], r["status"]) == (0.0, True, "wrong_answer")
     finally:
         set_default_judge(None)
 
 
 def test_agent_loop_final_answer_is_cut_with_the_response(tmp_path, monkeypatch):
     """The recorded final answer never holds tokens past ``rollout.response_length`` (verl cuts the response there,
-    and the policy is trained on that cut)."""
+    and the policy is trained on that cut): it is the program of the cut text."""
+    from rlvr.generate import extract_code
     from rlvr.model import build_tokenizer
+    from rlvr.repair.protocol import fenced
 
     monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())
     answer = "```python\n" + "print('FIXED')\n" * 30 + "```"
     tok = build_tokenizer([answer] * 20, vocab_size=300)
     out, _ = _run_agent_loop(tmp_path, tok, [answer], EnvConfig(turns=3), _problem(), response_length=12)
     final = out.extra_fields[verl_tool.FINAL_ANSWER_KEY]
-    assert len(out.response_ids) == 12 and final == tok.decode(out.response_ids, skip_special_tokens=True)
+    cut = tok.decode(out.response_ids, skip_special_tokens=True)
+    assert len(out.response_ids) == 12 and final == fenced(extract_code(cut))
     assert final and len(final) < len(answer)
 
 
@@ -288,8 +296,10 @@ def test_episode_budget_counts_the_interpreters_extra_turns():
 
     repair = EnvConfig(turns=3, feedback_chars=500)
     assert episode_budget(repair, 256) == 3 * 256 + 2 * 500
-    interp = EnvConfig(turns=3, mode="interpreter", max_tool_calls=2, feedback_chars=500)
+    interp = EnvConfig(turns=3, mode="interpreter", max_tool_calls=2, feedback_chars=500, tool_output_chars=400)
     assert "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=5" in repair_overrides("t.yaml", interp)
     assert episode_budget(interp, 256) == 5 * 256 + 4 * 500
+    # a python-run output may be longer than feedback: its own cap then bounds the user turns
+    assert episode_budget(interp.model_copy(update={"tool_output_chars": 1500}), 256) == 5 * 256 + 4 * 1500
     with pytest.raises(ValueError, match="turn_tokens=0"):
         episode_budget(repair, 0)

@@ -9,8 +9,9 @@ tool-capable instruct model). The standard fallback (RLEF, Gehring et al. 2024, 
 prefixes of the policy's own episodes) is used instead:
 
 1. **Rollouts** (:func:`collect_repair_contexts`): the input policy plays ``rollout_samples`` repair episodes per
-   TRAIN problem with :class:`rlvr.repair.env.RepairEnv` (the evaluation environment itself, same feedback, same
-   visible/hidden split), sampling at ``rollout_temperature`` so that it makes mistakes to learn from. Every point
+   TRAIN problem with :class:`rlvr.repair.env.RepairEnv` (the evaluation environment itself: the repair protocol of
+   :mod:`rlvr.repair.protocol`, same prompt, same feedback user turns, same visible/hidden split),
+   sampling at ``rollout_temperature`` so that it makes mistakes to learn from. Every point
    where an episode continues (an answer failed the *visible* tests, the judge answered with feedback) gives a
    *repair context*: the conversation so far (problem, the policy's own failed attempt(s), judge feedback), at
    turn ``t`` ≥ 2. Identical contexts are kept once; at most ``max_contexts_per_problem`` per problem (first ones).
@@ -24,7 +25,10 @@ prefixes of the policy's own episodes) is used instead:
 3. **GRPO** (:func:`run_repair_training`): prompt = a repair context, completion = the next attempt, reward =
    1[the attempt passes the *hidden* tests] (the ``sparse`` judge reward of :mod:`rlvr.reward.trl` on a problem
    holding the hidden tests only) minus ``turn_penalty`` × (t − 1) feedback turns used (:func:`turn_penalty_reward`;
-   the same per-turn penalty as :func:`rlvr.repair.trl_env.make_repair_reward`). Hidden tests are only in the
+   the protocol's per-turn penalty, as verl's agent loop applies it, so a pass after one feedback turn earns a
+   first-turn pass's reward less ``turn_penalty``). The completion is scored on its own program; the protocol grades
+   an episode whose *last* answer has no code on its previous program, which an unrolled context cannot see: such a
+   completion scores as "no code" here. Hidden tests are only in the
    reward column ``ground_truth``, never in a prompt (``tests/repair`` checks the rows).
 
 Optimiser, group size and clipping come from :class:`RepairTrainParams` (``params.yaml`` ``repair.train``, the
