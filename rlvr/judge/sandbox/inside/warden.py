@@ -22,7 +22,10 @@ Every writable place (``/tmp`` with the build and work dirs, ``/dev/shm``, ``/de
 wiped by the runner itself as it ends (:mod:`wipe`), or, when the submission killed its runner first, by a child the
 warden forks for it: the warden never lists a name a submission created, so none of it can linger in the heap the
 next runner inherits. A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the
-next submission.
+next submission. The same holds for the warden's and zygote's inheritable process state (rlimits, nice, scheduling
+policy, affinity, I/O priority, autogroup nice: :mod:`pstate`), which the seccomp filter lets no other process change:
+after every submission the warden compares both with its own at start, ends itself (hence the sandbox) when its own
+changed and replaces the zygote when the zygote's did.
 
 The zygote (:mod:`zygote`): a child forked after the warden's setup (seccomp, non-dumpable, ``gc.freeze()``), which
 imports :data:`runner.PRELOAD` and clones runners for heavy submissions with
@@ -48,7 +51,7 @@ DIRS = ["/judge/inside", "/judge"]  # where bwrap binds the judge's in-sandbox c
 sys.path[:0] = DIRS
 
 # The judge's own modules, in dependency order (each only imports standard modules or earlier ones).
-OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "wipe", "build", "callserver", "calls",
+OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "pstate", "wipe", "build", "callserver", "calls",
        "driver", "runner", "zygote")
 
 
@@ -93,6 +96,7 @@ load_own()
 import driver  # noqa: E402,F401 - the runner imports it for a ``drive`` op only: in the image, as the rest
 import forkloop  # noqa: E402
 import proc  # noqa: E402
+import pstate  # noqa: E402
 import runner  # noqa: E402
 import seccomp  # noqa: E402
 import wipe  # noqa: E402
@@ -162,6 +166,7 @@ def main():
     gc.collect()
     gc.freeze()  # keep warm objects out of the runners' copy-on-write path
     base_vm = vm_base()
+    baseline = pstate.snapshot()  # what this warden and every zygote it forks must still have after a submission
     zygote = Zygote(enabled=not PRELOAD_HERE and SYS_CLONE is not None)
     if zygote.enabled:
         zygote.spawn(ctl)
@@ -230,6 +235,10 @@ def main():
                 os._exit(wipe.wipe_all())
             if os.waitstatus_to_exitcode(os.waitpid(wiper, 0)[1]) != wipe.CLEAN_EXIT:
                 return  # a place that cannot be cleaned is never handed to another submission
+        if pstate.snapshot() != baseline:
+            return  # limits or scheduling changed under us: every later runner would inherit them (pstate)
+        if zygote.pid and pstate.snapshot(zygote.pid) != baseline:
+            zygote.lost()  # the same for the zygote's runners: another one before the next heavy submission
         ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
 
 if __name__ == "__main__":

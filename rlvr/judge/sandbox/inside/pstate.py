@@ -1,0 +1,56 @@
+"""The process state a submission must not change in the warden or its zygote, read back (standard library only).
+
+A process's rlimits, nice value, scheduling policy and parameters, CPU affinity, I/O priority and autogroup nice are
+inherited by every process it forks: changed in the warden (PID 1) or the zygote, they would hold for every later
+runner of the sandbox, i.e. for every later submission on that worker (issue 43). The seccomp filter
+(:mod:`seccomp`, ``SELF_ONLY``) lets no process of a sandbox make these calls on another process, and each runner
+starts a session of its own (:func:`runner.main`), so the warden's and zygote's autogroup is not its; this module is
+the second line: the warden takes a :func:`snapshot` of itself at start and compares its own and its zygote's after
+every submission (:mod:`warden`), and a difference ends the sandbox (the warden's) or the zygote (the zygote's) as a
+failed wipe does.
+
+What is read (about 20 syscalls per process, no allocation but the small tuple): ``prlimit64(pid, r, NULL, &old)``
+for every ``RLIMIT_*`` of :mod:`resource` (a read, which the filter allows on any pid), ``sched_getattr`` (policy,
+flags, nice, real-time priority, deadline parameters, utilisation clamps: ``struct sched_attr``, 56 bytes,
+``include/uapi/linux/sched/types.h``), ``sched_getaffinity``, ``ioprio_get(IOPRIO_WHO_PROCESS, pid)``
+(``include/uapi/linux/ioprio.h``) and ``/proc/PID/autogroup``'s nice (``kernel/sched/autogroup.c``; absent
+without ``CONFIG_SCHED_AUTOGROUP``).
+"""
+
+import ctypes
+import os
+import resource
+
+RLIMITS = tuple(sorted({getattr(resource, n) for n in dir(resource) if n.startswith("RLIMIT_")}))
+# (sched_getattr, ioprio_get) numbers: arch/x86/entry/syscalls/syscall_64.tbl, include/uapi/asm-generic/unistd.h
+_NR = {"x86_64": (315, 252), "aarch64": (275, 31)}.get(os.uname().machine)
+_SCHED_ATTR_SIZE = 56  # SCHED_ATTR_SIZE_VER1
+_IOPRIO_WHO_PROCESS = 1
+_syscall = ctypes.CDLL(None, use_errno=True).syscall
+_syscall.restype = ctypes.c_long
+
+
+def _autogroup(pid):
+    try:
+        with open(f"/proc/{pid or 'self'}/autogroup", "rb") as fh:
+            return fh.read().rsplit(b" ", 1)[-1].strip()
+    except OSError:
+        return None
+
+
+def snapshot(pid=0):
+    """The inheritable scheduling and resource state of process ``pid`` (0: the caller) as a comparable tuple, or
+    None when it cannot be read (the process is gone). Never raises."""
+    try:
+        limits = tuple(resource.prlimit(pid, r) for r in RLIMITS)
+        affinity = frozenset(os.sched_getaffinity(pid))
+    except (OSError, ValueError):
+        return None
+    sched = ioprio = None
+    if _NR is not None:
+        buf = ctypes.create_string_buffer(_SCHED_ATTR_SIZE)
+        if _syscall(ctypes.c_long(_NR[0]), ctypes.c_long(pid), buf, ctypes.c_uint(_SCHED_ATTR_SIZE),
+                    ctypes.c_uint(0)) == 0:
+            sched = buf.raw
+        ioprio = _syscall(ctypes.c_long(_NR[1]), ctypes.c_long(_IOPRIO_WHO_PROCESS), ctypes.c_long(pid))
+    return limits, affinity, sched, ioprio, _autogroup(pid)
