@@ -51,8 +51,8 @@ DIRS = ["/judge/inside", "/judge"]  # where bwrap binds the judge's in-sandbox c
 sys.path[:0] = DIRS
 
 # The judge's own modules, in dependency order (each only imports standard modules or earlier ones).
-OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "pstate", "wipe", "build", "callserver", "calls",
-       "driver", "runner", "zygote")
+OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "pstate", "wipe", "build", "callserver",
+       "calls", "driver", "runner", "zygote")
 
 
 def load_own():
