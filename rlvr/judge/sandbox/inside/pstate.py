@@ -30,27 +30,36 @@ _syscall = ctypes.CDLL(None, use_errno=True).syscall
 _syscall.restype = ctypes.c_long
 
 
-def _autogroup(pid):
+_BUF = ctypes.create_string_buffer(_SCHED_ATTR_SIZE)  # the warden is single-threaded
+_ARGS = tuple(ctypes.c_long(n) for n in _NR) if _NR is not None else None
+_SIZE, _ZERO, _WHO = ctypes.c_uint(_SCHED_ATTR_SIZE), ctypes.c_uint(0), ctypes.c_long(_IOPRIO_WHO_PROCESS)
+
+
+def _autogroup():
     try:
-        with open(f"/proc/{pid or 'self'}/autogroup", "rb") as fh:
-            return fh.read().rsplit(b" ", 1)[-1].strip()
+        fd = os.open("/proc/self/autogroup", os.O_RDONLY)
     except OSError:
         return None
+    try:
+        return os.read(fd, 256).rsplit(b" ", 1)[-1].strip()
+    finally:
+        os.close(fd)
 
 
 def snapshot(pid=0):
     """The inheritable scheduling and resource state of process ``pid`` (0: the caller) as a comparable tuple, or
-    None when it cannot be read (the process is gone). Never raises."""
+    None when it cannot be read (the process is gone). The autogroup's nice value is read for the caller only
+    (``pid`` 0): the zygote shares the warden's session, hence its autogroup. Never raises. About 40 µs in all
+    (15 rlimits)."""
     try:
-        limits = tuple(resource.prlimit(pid, r) for r in RLIMITS)
+        limits = tuple([resource.prlimit(pid, r) for r in RLIMITS])
         affinity = frozenset(os.sched_getaffinity(pid))
     except (OSError, ValueError):
         return None
     sched = ioprio = None
-    if _NR is not None:
-        buf = ctypes.create_string_buffer(_SCHED_ATTR_SIZE)
-        if _syscall(ctypes.c_long(_NR[0]), ctypes.c_long(pid), buf, ctypes.c_uint(_SCHED_ATTR_SIZE),
-                    ctypes.c_uint(0)) == 0:
-            sched = buf.raw
-        ioprio = _syscall(ctypes.c_long(_NR[1]), ctypes.c_long(_IOPRIO_WHO_PROCESS), ctypes.c_long(pid))
-    return limits, affinity, sched, ioprio, _autogroup(pid)
+    if _ARGS is not None:
+        target = ctypes.c_long(pid)
+        if _syscall(_ARGS[0], target, _BUF, _SIZE, _ZERO) == 0:
+            sched = _BUF.raw
+        ioprio = _syscall(_ARGS[1], _WHO, target)
+    return limits, affinity, sched, ioprio, _autogroup() if pid == 0 else None

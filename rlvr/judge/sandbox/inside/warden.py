@@ -167,6 +167,7 @@ def main():
     gc.freeze()  # keep warm objects out of the runners' copy-on-write path
     base_vm = vm_base()
     baseline = pstate.snapshot()  # what this warden and every zygote it forks must still have after a submission
+    zygote_state = baseline and (*baseline[:-1], None)  # snapshot(pid) leaves the autogroup (the warden's) out
     zygote = Zygote(enabled=not PRELOAD_HERE and SYS_CLONE is not None)
     if zygote.enabled:
         zygote.spawn(ctl)
@@ -237,7 +238,7 @@ def main():
                 return  # a place that cannot be cleaned is never handed to another submission
         if pstate.snapshot() != baseline:
             return  # limits or scheduling changed under us: every later runner would inherit them (pstate)
-        if zygote.pid and pstate.snapshot(zygote.pid) != baseline:
+        if zygote.pid and pstate.snapshot(zygote.pid) != zygote_state:
             zygote.lost()  # the same for the zygote's runners: another one before the next heavy submission
         ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
 
