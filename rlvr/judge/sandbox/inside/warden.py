@@ -17,7 +17,8 @@ Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the h
   (:mod:`runner`, which owns the fds); the warden reaps it and every orphan, kills every process left and answers
   ``{"t": "done", "id", "cpu_s"}``
   (``cpu_s``: CPU seconds of the warden and every process it reaped so far, which includes the runner's waited-for
-  children). The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
+  children), or ``{"t": "end", "id", "why", "cpu_s"}`` when it ends after that submission (:func:`end`).
+  The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
 Every writable place (``/tmp`` with the build and work dirs, ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects) is
 wiped by the runner itself as it ends (:mod:`wipe`), or, when the submission killed its runner first, by a child the
 warden forks for it: the warden never lists a name a submission created, so none of it can linger in the heap the
@@ -153,6 +154,16 @@ def reset_signals():
                 pass
 
 
+def end(ctl, rid, why):
+    """Tell the host that this warden ends (hence the sandbox) after submission ``rid`` because of what it left
+    (``why``: ``wipe``, a place the wipe could not clean; ``state``, a changed process state): ``{"t": "end", "id",
+    "why", "cpu_s"}``, so that the host counts it as the submission's doing, not as an infrastructure failure."""
+    try:
+        ctl.send(json.dumps({"t": "end", "id": rid, "why": why, "cpu_s": cpu_seconds()}).encode())
+    except OSError:
+        pass
+
+
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
     reset_signals()
@@ -235,9 +246,9 @@ def main():
             if wiper == 0:
                 os._exit(wipe.wipe_all())
             if os.waitstatus_to_exitcode(os.waitpid(wiper, 0)[1]) != wipe.CLEAN_EXIT:
-                return  # a place that cannot be cleaned is never handed to another submission
+                return end(ctl, rid, "wipe")  # a place that cannot be cleaned is never handed to another submission
         if pstate.snapshot() != baseline:
-            return  # limits or scheduling changed under us: every later runner would inherit them (pstate)
+            return end(ctl, rid, "state")  # limits or scheduling changed: every later runner would inherit them
         if zygote.pid and pstate.snapshot(zygote.pid) != zygote_state:
             zygote.lost()  # the same for the zygote's runners: another one before the next heavy submission
         ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
