@@ -88,3 +88,25 @@ def test_warden_replaces_a_zygote_whose_state_changed(judge1):
     now = children(warden)
     assert len(now) == 1 and now != zygotes, "the zygote with a changed nice value was kept"
     assert os.getpriority(os.PRIO_PROCESS, now[0]) == os.getpriority(os.PRIO_PROCESS, warden)
+
+
+SELF_CALLS = """
+import os, resource
+os.nice(1)
+os.setpriority(os.PRIO_PROCESS, 0, 2)
+os.sched_setaffinity(0, os.sched_getaffinity(0))
+os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft // 2, hard))
+resource.prlimit(0, resource.RLIMIT_NOFILE, (soft // 4, hard))
+assert resource.prlimit(1, resource.RLIMIT_NOFILE)[0] > 0  # reading another process's limits is allowed
+"""
+
+
+def test_a_program_may_still_change_its_own_state(judge1):
+    # the seccomp checks refuse another process as the target, never the caller itself (pid 0)
+    res = judge1.judge(PROBES["stdio"](), SELF_CALLS + CORRECT_STDIO)
+    assert res.verdict == "accepted", describe(res)
+    res = judge1.judge(PROBES["call"](), SELF_CALLS + CORRECT_ADD)
+    assert res.verdict == "accepted", describe(res)
+    assert _correct_after(judge1) == ["accepted"] * 4
