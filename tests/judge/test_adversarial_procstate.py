@@ -3,7 +3,9 @@
 Each case of :mod:`hostile.procstate` tries to change the rlimits, priority, scheduling, affinity or I/O priority of
 the sandbox's warden or zygote (or of every process of its uid, process group or autogroup) from a test child, the
 call server or the driver's test code; it must not be ``accepted`` (the call was refused), and a correct submission
-judged right after it on the same worker must be ``accepted`` (nothing it changed was inherited). The second line,
+judged right after it on the same worker must be ``accepted`` (nothing it changed was inherited). The autogroup's nice
+value (shared by every process of a sandbox) cannot be refused by seccomp: a raised one must be gone by the next
+submission, in the submission sandbox and in the driver's. The second line,
 the warden's own check after each submission, is driven from the host (root changes the warden's or zygote's nice
 value from outside, which no submission can do): the next submission finds a fresh sandbox, or a fresh zygote.
 """
@@ -14,7 +16,7 @@ import os
 
 import pytest
 from hostile import OK_VERDICTS, PROBES, describe
-from hostile.procstate import CASES, StateCase
+from hostile.procstate import AUTOGROUP, AUTOGROUP_CASES, CASES, StateCase
 
 from rlvr.data.schema import Problem
 from rlvr.judge import Judge
@@ -58,6 +60,28 @@ def test_process_state_is_not_the_submissions(judge1, case: StateCase):
         res = judge1.judge(_assert_problem(case.code), CORRECT_ADD)
     assert res.verdict in OK_VERDICTS, f"{case.name} ({case.attempt}): {describe(res)}"
     assert _correct_after(judge1) == ["accepted"] * 4, f"the worker is broken after {case.name}"
+
+
+def test_the_autogroup_attack_is_real(judge1):
+    # the vector the autogroup cases close: the write succeeds (only the warden's check repairs it)
+    rr = judge1.run_code(AUTOGROUP + "print(RAISE())\n")
+    assert rr.stdout == "19\n", rr
+
+
+@pytest.mark.parametrize("kind", sorted(AUTOGROUP_CASES))
+def test_a_raised_autogroup_nice_value_does_not_outlive_its_submission(judge1, kind):
+    code = AUTOGROUP_CASES[kind]
+    if kind == "stdio":
+        res = judge1.judge(PROBES["stdio"](), code)
+    elif kind == "call":
+        res = judge1.judge(PROBES["call"](), code)
+    else:
+        res = judge1.judge(_assert_problem(code), CORRECT_ADD)
+    assert res.verdict in OK_VERDICTS, describe(res)
+    assert judge1.run_code(AUTOGROUP + "print(NICE())\n").stdout == "0\n"  # the submission sandbox
+    check = _assert_problem(AUTOGROUP + "assert NICE() == '0'\nassert add(3, 4) == 7\n")  # the driver sandbox
+    assert judge1.judge(check, CORRECT_ADD).verdict == "accepted"
+    assert _correct_after(judge1) == ["accepted"] * 4
 
 
 def _warden(judge1: Judge) -> int:

@@ -70,9 +70,35 @@ GROUP_CALLS = {
     "setpriority_user": "os.setpriority(os.PRIO_USER, 0, 19)",
     "setpriority_pgrp": "os.setpriority(os.PRIO_PGRP, 0, 19)",
     "ioprio_user": "RAW('ioprio_set', 3, os.getuid(), 3 << 13)",  # IOPRIO_WHO_USER, class IDLE
-    "autogroup_nice": "(__import__('ctypes').CDLL(None).prctl(4, 1, 0, 0, 0), "
-                      "open('/proc/self/autogroup', 'w').write('19'), "
-                      "open('/proc/1/autogroup').read().split()[-1] == '19' or (_ for _ in ()).throw(OSError()))",
+}
+
+#: Raise the nice value of the autogroup every process of the sandbox shares (bwrap's session): a write to
+#: ``/proc/self/autogroup`` after ``prctl(PR_SET_DUMPABLE, 1)``, which the kernel allows (raising needs no
+#: capability) and seccomp cannot tell apart from any other write. ``NICE()`` is PID 1's autogroup nice value.
+AUTOGROUP = """
+import ctypes
+
+
+def NICE():
+    with open("/proc/1/autogroup") as fh:
+        return fh.read().split()[-1]
+
+
+def RAISE():
+    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)
+    try:
+        with open("/proc/self/autogroup", "w") as fh:
+            fh.write("19")
+    except OSError:
+        pass
+    return NICE()
+"""
+#: The autogroup attack from each kind of process, as a wrong program (or wrong test code): its verdict is not the
+#: point, the next submission's autogroup is (``NICE()`` must be back at ``"0"``).
+AUTOGROUP_CASES = {
+    "stdio": AUTOGROUP + "RAISE()\nprint(-1)\n",
+    "call": AUTOGROUP + "def add(a, b):\n    RAISE()\n    return a + b + 1\n",
+    "assert": AUTOGROUP + "RAISE()\nassert add(3, 4) == 8\n",
 }
 
 

@@ -3,11 +3,15 @@
 A process's rlimits, nice value, scheduling policy and parameters, CPU affinity, I/O priority and autogroup nice are
 inherited by every process it forks: changed in the warden (PID 1) or the zygote, they would hold for every later
 runner of the sandbox, i.e. for every later submission on that worker (issue 43). The seccomp filter
-(:mod:`seccomp`, ``SELF_ONLY``) lets no process of a sandbox make these calls on another process, and each runner
-starts a session of its own (:func:`runner.main`), so the warden's and zygote's autogroup is not its; this module is
-the second line: the warden takes a :func:`snapshot` of itself at start and compares its own and its zygote's after
+(:mod:`seccomp`, ``SELF_ONLY``) lets no process of a sandbox make these calls on another process; this module is the
+second line: the warden takes a :func:`snapshot` of itself at start and compares its own and its zygote's after
 every submission (:mod:`warden`), and a difference ends the sandbox (the warden's) or the zygote (the zygote's) as a
-failed wipe does.
+failed wipe does. For the autogroup it is the only line: every process of the sandbox is in bwrap's session, hence
+its autogroup, whose nice value any member may raise by writing ``/proc/self/autogroup`` once it made itself
+dumpable (a path, which seccomp cannot tell apart); giving each runner a session of its own (``setsid``) would keep
+submissions out of the warden's autogroup, but creating an autogroup cost ~4 ms per call on the 2-vCPU VM, more than
+a whole warm one-test submission, while the check costs one small read and a restart only for the submission that
+did it.
 
 What is read (about 20 syscalls per process, no allocation but the small tuple): ``prlimit64(pid, r, NULL, &old)``
 for every ``RLIMIT_*`` of :mod:`resource` (a read, which the filter allows on any pid), ``sched_getattr`` (policy,

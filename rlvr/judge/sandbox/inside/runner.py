@@ -321,12 +321,6 @@ def main(rid, req_fd, resp_fd, base_vm):
     _signal.signal(_signal.SIGINT, _signal.default_int_handler)
     proc.PRIVATE_FDS[:] = [req_fd, resp_fd]
     proc.become_subreaper()
-    # a session (hence an autogroup, whose nice value any member may raise through /proc/self/autogroup) of its own:
-    # the warden's and zygote's is not the submission's to change (pstate, docs/judge/threat-model.md)
-    try:
-        os.setsid()
-    except OSError:  # pragma: no cover - already a session leader
-        pass
     try:  # /tmp is there (bwrap's tmpfs); os.makedirs' Python code would copy ~20 more pages of this fresh process
         os.mkdir(proc.WORKDIR)
     except FileExistsError:
