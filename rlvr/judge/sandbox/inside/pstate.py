@@ -9,9 +9,9 @@ every submission (:mod:`warden`), and a difference ends the sandbox (the warden'
 failed wipe does. For the autogroup it is the only line: every process of the sandbox is in bwrap's session, hence
 its autogroup, whose nice value any member may raise by writing ``/proc/self/autogroup`` once it made itself
 dumpable (a path, which seccomp cannot tell apart); giving each runner a session of its own (``setsid``) would keep
-submissions out of the warden's autogroup, but creating an autogroup cost ~4 ms per call on the 2-vCPU VM, more than
-a whole warm one-test submission, while the check costs one small read and a restart only for the submission that
-did it.
+submissions out of the warden's autogroup, but creating an autogroup took ~4 ms per call on the loaded 2-vCPU VM,
+about what a whole warm one-test submission costs, while the check costs one small read and a restart only for the
+submission that did it.
 
 What is read (about 20 syscalls per process, no allocation but the small tuple): ``prlimit64(pid, r, NULL, &old)``
 for every ``RLIMIT_*`` of :mod:`resource` (a read, which the filter allows on any pid), ``sched_getattr`` (policy,
