@@ -113,12 +113,19 @@ def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any]
     deadline = time.monotonic() + hang_s
     todo = list(range(n))  # indices (into req["tests"]) the current runner runs, in its order
     sub = {**req, "interactive": True} if drive is not None else req
+    limit = int(req.get("max_timeouts") or 0)
     while _runner(worker, sub, todo, drive, tls, deadline, out):  # the sandbox was lost under the runner
         _retry(out, "the sandbox was lost during a submission")
         todo = [i for i in todo if i not in out.batch]
+        if limit and _timeouts(out) >= limit:  # as the lost runner would have: not run after repeated timeouts
+            for i in todo:
+                out.batch[i] = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
+            todo = []
+        if not todo and drive is None and req.get("op") == "batch":
+            break
         sub = {**sub, "tests": [req["tests"][i] for i in todo]}
-        if req.get("max_timeouts"):
-            sub["max_timeouts"] = max(1, int(req["max_timeouts"]) - _timeouts(out))
+        if limit:
+            sub["max_timeouts"] = limit - _timeouts(out)
     died = dict(_OOM_KILLED if out.oom else _DIED)
     for i in range(n):
         out.batch.setdefault(i, dict(died))
