@@ -14,14 +14,14 @@ are kept (each frame is id-checked, each index bounds-checked against the runner
 detector (one deadline for the submission) every test still without a record gets ``no_result`` too.
 
 Infrastructure, which nothing a submission does can produce, is what is retried: a sandbox that cannot start or
-whose fresh warden does not acknowledge, and a warden that vanished under a running submission without a word
-(:meth:`~rlvr.judge.sandbox.Sandbox.finish` → ``"lost"``: killed from outside, crashed) while the cgroup OOM-killed
-nothing. The tests without a record then run in a fresh sandbox (a relayed call is sent again to a fresh runner),
-at most :data:`MAX_INFRA_RETRIES` times per submission; one more such failure raises :class:`SandboxError`
+whose fresh warden does not acknowledge, and a runner found dead because its warden is gone
+(:meth:`~rlvr.judge.sandbox.Sandbox.warden_gone`: killed from outside, crashed; PID 1 ignores every signal from
+inside its namespace) while the cgroup OOM-killed nothing. The tests without a record then run in a fresh sandbox
+(a relayed call is sent again to a fresh runner), at most :data:`MAX_INFRA_RETRIES` times per submission; one more such failure raises :class:`SandboxError`
 (→ ``sandbox_error``, excluded from rewards). A warden that ends the sandbox because of what the submission left (a
-place its wipe could not clean, a changed rlimit or scheduling state: ``"ended"``) is the submission's doing, as is
-a runner death the warden reports as usual. The number of retries is :attr:`Outcome.retries`, reported in the
-verdict (``JudgeResult.retries``).
+place its wipe could not clean, a changed rlimit or scheduling state) does so after the runner ended, and says so
+(:meth:`~rlvr.judge.sandbox.Sandbox.finish` → ``"ended"``): never a retry. The number of retries is
+:attr:`Outcome.retries`, reported in the verdict (``JudgeResult.retries``).
 """
 
 from __future__ import annotations
@@ -159,20 +159,27 @@ class _Run:
         self.finished = False
         return sess
 
-    def finish(self, restart: bool = False) -> bool:
-        """Finish the session (once); True when the sandbox was lost under it with no OOM kill (infrastructure)."""
+    def lost(self) -> bool:
+        """Called when the runner is found dead: whether that is because the sandbox was lost under it (its warden is
+        gone: :meth:`~rlvr.judge.sandbox.Sandbox.warden_gone`) while the cgroup OOM-killed nothing; infrastructure."""
+        return self.worker.runner.warden_gone() and self.worker.runner.oom_kills() <= self.oom0
+
+    def finish(self, restart: bool = False) -> None:
+        """Finish the session (once), noting in ``out`` whether the cgroup OOM-killed something meanwhile."""
         if self.finished:
-            return False
+            return
         self.finished = True
         oom = self.worker.runner.oom_kills() > self.oom0  # read before a restart or close removes the cgroup
         self.out.oom = self.out.oom or oom
-        return self.worker.runner.finish(self.sess, restart=restart) == "lost" and not oom
+        self.worker.runner.finish(self.sess, restart=restart)
 
     def died(self) -> Session | None:
         """The runner died during the driver relay: a fresh runner on the same code, with no batch test, once it is
         ready for relayed calls, when the sandbox was lost (infrastructure, counted); else None (its death is the
         submission's verdict)."""
-        if not self.finish(restart=not self.sess.eof):
+        lost = self.lost()
+        self.finish(restart=not self.sess.eof)
+        if not lost:
             return None
         _retry(self.out, "the sandbox was lost during the driver relay")
         self.sess = self._start()
@@ -192,14 +199,15 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
     driver relay, which handles a lost sandbox itself: :meth:`_Run.died`)."""
     run = _Run(worker, req, out)
     sess = run.sess
-    restart = died = False
+    restart = lost = False
     try:
         sess.send(req)
         ready = False
         while True:
             f = sess.recv(deadline)
             if f is None:
-                died, restart = True, not sess.eof  # a runner alive but out of protocol is killed with its sandbox
+                lost = run.lost()
+                restart = not sess.eof  # a runner alive but out of protocol is killed with its sandbox
                 break
             t = f.get("t")
             if t == "recs" and isinstance(f.get("recs"), list):
@@ -217,7 +225,6 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
             elif t == "error":  # the runner's own exception (its traceback): a death with a message
                 log.warning("the runner raised during a %r request (counted as its death: every test without a "
                             "record fails): %s", req.get("op"), str(f.get("msg", ""))[-2000:])
-                died = True
                 break
             elif t == "done":
                 break
@@ -235,8 +242,8 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
     except SessionTimeout:
         restart = True
     finally:
-        lost = run.finish(restart=restart)
-    return lost and died and out.compile_error is None
+        run.finish(restart=restart)
+    return lost and out.compile_error is None
 
 
 def _relay(worker: Worker, run: _Run, drive: dict[str, Any], tls: list[float],

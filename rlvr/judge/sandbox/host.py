@@ -358,6 +358,23 @@ class Sandbox:
             return "ended"
         return "done"
 
+    def warden_gone(self) -> bool:
+        """Whether the warden has exited (its end of the control socket is closed), without waiting: its files are
+        closed before the kernel kills the rest of its pid namespace, so a runner that died because the warden was
+        killed finds this True, one the submission killed finds it False (the warden is waiting for it, or its
+        ``done`` is already there). Never raises; consumes nothing."""
+        if self._ctl is None:
+            return True
+        try:
+            self._ctl.settimeout(0.0)
+            return not self._ctl.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        finally:
+            self._ctl.settimeout(None)
+
     def cpu_seconds(self) -> float:
         """CPU seconds of this sandbox's wardens and every process they reaped (runners, tests), since creation,
         as reported after each submission."""
