@@ -16,12 +16,12 @@ detector (one deadline for the submission) every test still without a record get
 Infrastructure, which nothing a submission does can produce, is what is retried: a sandbox that cannot start or
 whose fresh warden does not acknowledge, and a runner found dead because its warden is gone
 (:meth:`~rlvr.judge.sandbox.Sandbox.warden_gone`: killed from outside, crashed; PID 1 ignores every signal from
-inside its namespace) while the cgroup OOM-killed nothing. The tests without a record then run in a fresh sandbox
-(a relayed call is sent again to a fresh runner), at most :data:`MAX_INFRA_RETRIES` times per submission; one more
-such failure raises :class:`SandboxError` (→ ``sandbox_error``, excluded from rewards). A warden that ends the sandbox because of what the submission left (a
-place its wipe could not clean, a changed rlimit or scheduling state) does so after the runner ended, and says so
-(:meth:`~rlvr.judge.sandbox.Sandbox.finish` → ``"ended"``): never a retry. The number of retries is
-:attr:`Outcome.retries`, reported in the verdict (``JudgeResult.retries``).
+inside its namespace) while the cgroup OOM-killed nothing. The tests without a record then run in a fresh sandbox (a
+relayed call is sent again to a fresh runner), at most :data:`MAX_INFRA_RETRIES` times per submission; one more such
+failure raises :class:`SandboxError` (→ ``sandbox_error``, excluded from rewards). A warden that ends the sandbox
+because of what the submission left (a place its wipe could not clean, a changed rlimit or scheduling state) does so
+after the runner ended, and says so (:meth:`~rlvr.judge.sandbox.Sandbox.finish` → ``"ended"``): never a retry. The
+number of retries is :attr:`Outcome.retries`, reported in the verdict (``JudgeResult.retries``).
 """
 
 from __future__ import annotations
