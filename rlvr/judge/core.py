@@ -44,7 +44,8 @@ class RunResult(BaseModel):
 
     ``status``: ``Finished`` (the program ended by itself, any exit code), ``TimeLimitExceeded`` or ``Error``
     (sandbox failure). ``verdict``: accepted (exit 0) / runtime_error / timeout / memory_limit / syntax_error /
-    sandbox_error. ``time_s``: wall seconds; ``cpu_s``: CPU seconds of the program."""
+    sandbox_error. ``time_s``: wall seconds; ``cpu_s``: CPU seconds of the program. ``retries``: infrastructure
+    retries (as :attr:`~rlvr.judge.verdict.JudgeResult.retries`)."""
 
     status: Literal["Finished", "TimeLimitExceeded", "Error"]
     verdict: Verdict
@@ -53,6 +54,7 @@ class RunResult(BaseModel):
     stderr: str = ""
     time_s: float = 0.0
     cpu_s: float = 0.0
+    retries: int = 0
 
 
 def host_memory_available_mb() -> int:
@@ -267,14 +269,18 @@ class Judge:
         if out.compile_error is not None:
             msg = printable(out.compile_error, 2000, tail=True)
             results = [TestResult(index=i, verdict="syntax_error", message=msg) for i in range(len(tests))]
-            return summarise(results, time.monotonic() - t0, msg)
+            res = summarise(results, time.monotonic() - t0, msg)
+            res.retries = out.retries
+            return res
         results = []
         budget = CheckBudget(self.max_timeouts)  # checker time counts in this request's bound
         for i, (t, (side, j)) in enumerate(zip(tests, plan["where"], strict=True)):
             rec = out.batch[j] if side == "b" else out.asserts[j]
             results.append(score(problem, t, i, rec, self, out.oom, plan["converted"].get(i), budget))
         first_fail = next((r for r in results if r.verdict != "accepted"), None)
-        return summarise(results, time.monotonic() - t0, first_fail.message if first_fail else "")
+        res = summarise(results, time.monotonic() - t0, first_fail.message if first_fail else "")
+        res.retries = out.retries
+        return res
 
     def judge_many(self, items: Sequence[tuple[Problem, str]], language: str = "python") -> list[JudgeResult]:
         """Judge many (problem, solution) pairs concurrently on the pool; results in input order."""
@@ -317,7 +323,8 @@ class Judge:
         except SandboxError as exc:
             return RunResult(status="Error", verdict="sandbox_error", stderr=str(exc)[:2000])
         if out.compile_error is not None:
-            return RunResult(status="Finished", verdict="syntax_error", stderr=printable(out.compile_error, 4000))
+            return RunResult(status="Finished", verdict="syntax_error", stderr=printable(out.compile_error, 4000),
+                             retries=out.retries)
         rec = out.result or {"status": "no_result", "message": "the program's process ended without a result"}
         failed = failure_verdict(rec, "stdio", out.oom)
         verdict: Verdict
@@ -336,4 +343,5 @@ class Judge:
             stderr=printable(rec.get("stderr") or rec.get("message"), 1 << 20),
             time_s=float(rec.get("wall_s") or 0.0),
             cpu_s=float(rec.get("cpu_s") or 0.0),
+            retries=out.retries,
         )

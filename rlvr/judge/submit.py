@@ -1,26 +1,33 @@
 """One submission through a worker's sandboxes: the runner's fresh channel, and the driver relay for assert tests.
 
-Failure accounting (the issue's "honest failure accounting"): a runner that dies or breaks the protocol mid-batch
-(only the submission can kill it) costs the test it was running, not the others. A runner that reports its own
-exception (an ``error`` frame: a ``KeyboardInterrupt`` the submission sent it, or a bug in the runner) counts as such
-a death; its traceback is logged as a warning, so a bug in the judge's own code does not pass silently as
-``runtime_error``s. The sandbox is restarted and the tests without a record go to a fresh runner that sends one
-frame per test (``flush_each``), so its first test without a record is the one during which it died: that test gets
-``no_result`` (→ ``runtime_error``; ``memory_limit`` when the sandbox's cgroup OOM-killed something meanwhile) and
-the rest go to the next fresh runner. A runner that dies during the driver relay costs the assert test it was
-serving; the next assert test starts with a fresh runner. Records that arrived are kept (each frame is id-checked,
-each index bounds-checked against the runner's own test list). After :data:`MAX_RUNNER_DEATHS` such deaths, or past
-the hang detector (one deadline for all runners of the submission), every test still without a record gets
-``no_result``. Only a sandbox that cannot start, or a fresh warden that does not
-acknowledge, is infrastructure: the submission is retried once in a fresh sandbox, then :class:`SandboxError`
-(→ ``sandbox_error``). Nothing the submission does can produce that: it never reaches the warden.
+Failure accounting (issue 43, item 5: a runner's death is a verdict, not a second attempt). A runner that dies or
+breaks the protocol (only the submission can kill it: it is the only other process of its uid in the sandbox; the
+cgroup's OOM killer acts on the submission's memory) ends the submission's run: every test without a record gets
+``no_result`` (→ ``runtime_error``; a ``SIGKILL`` record, hence ``memory_limit``, when the sandbox's cgroup OOM-killed
+something meanwhile), the assert tests not yet judged included. None of them runs again: the runner sends its records
+about every megabyte, so tests it ran before it died may have left no record, and running them in a fresh runner
+would give the submission a second, independent attempt at each (a randomised program could kill its runner whenever
+its own check of an answer fails). A runner that reports its own exception (an ``error`` frame: a
+``KeyboardInterrupt`` the submission sent it, or a bug in the runner) counts as such a death; its traceback is logged
+as a warning, so that a bug in the judge's own code does not pass silently as ``runtime_error``. Records that arrived
+are kept (each frame is id-checked, each index bounds-checked against the runner's own test list). Past the hang
+detector (one deadline for the submission) every test still without a record gets ``no_result`` too.
+
+Infrastructure, which nothing a submission does can produce, is what is retried: a sandbox that cannot start or
+whose fresh warden does not acknowledge, and a runner found dead because its warden is gone
+(:meth:`~rlvr.judge.sandbox.Sandbox.warden_gone`: killed from outside, crashed; PID 1 ignores every signal from
+inside its namespace) while the cgroup OOM-killed nothing. The tests without a record then run in a fresh sandbox (a
+relayed call is sent again to a fresh runner), at most :data:`MAX_INFRA_RETRIES` times per submission; one more such
+failure raises :class:`SandboxError` (→ ``sandbox_error``, excluded from rewards). A warden that ends the sandbox
+because of what the submission left (a place its wipe could not clean, a changed rlimit or scheduling state) does so
+after the runner ended, and says so (:meth:`~rlvr.judge.sandbox.Sandbox.finish` → ``"ended"``): never a retry. The
+number of retries is :attr:`Outcome.retries`, reported in the verdict (``JudgeResult.retries``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +39,7 @@ __all__ = ["Outcome", "Worker", "run_batch"]
 log = logging.getLogger(__name__)
 _DIED = {"status": "no_result", "message": "the submission's process ended before reporting this test"}
 _OOM_KILLED = {"status": "signal", "signal": 9, "message": "the submission's runner was OOM-killed during this test"}
-MAX_RUNNER_DEATHS = 3  # replacement runners that may die (each costs its test) before the rest count as _DIED
+MAX_INFRA_RETRIES = 1  # fresh sandboxes for one submission after its sandbox was lost (never for a runner's death)
 _DRIVER_GRACE_S = 5.0
 SLACK_MB = 128  # cgroup memory above the problem's limit: warden, runner, interpreter baseline, page cache
 SLACK_JVM_MB = 512  # runtimes bounded by their own heap flag (the JVM's -Xmx) use more than the heap
@@ -63,13 +70,15 @@ class Worker:
 @dataclass
 class Outcome:
     """``compile_error`` (text) or per-test records: ``batch`` (index in the batch request → record) and
-    ``asserts`` (index in the drive request → record); ``oom``: the runner sandbox's cgroup OOM-killed something."""
+    ``asserts`` (index in the drive request → record); ``oom``: the runner sandbox's cgroup OOM-killed something;
+    ``retries``: infrastructure retries (a sandbox that could not start, or was lost under the submission)."""
 
     compile_error: str | None = None
     batch: dict[int, dict[str, Any]] = field(default_factory=dict)
     asserts: dict[int, dict[str, Any]] = field(default_factory=dict)
     result: dict[str, Any] | None = None
     oom: bool = False
+    retries: int = 0
 
 
 def _heavy(req: dict[str, Any]) -> bool:
@@ -78,47 +87,51 @@ def _heavy(req: dict[str, Any]) -> bool:
     return not req.get("native") and names_zygote_module(req.get("code"), req.get("test_setup"))
 
 
-def _open(sb: Sandbox, heavy: bool = False) -> Session:
+def _open(sb: Sandbox, out: Outcome, heavy: bool = False) -> Session:
     try:
         return sb.open(heavy)
     except SandboxError:
+        _retry(out, "the sandbox could not start")
         return sb.open(heavy)  # once more, in a fresh sandbox (open() restarted it); a second failure propagates
+
+
+def _retry(out: Outcome, why: str) -> None:
+    """Count one infrastructure retry in ``out``; raise :class:`SandboxError` past :data:`MAX_INFRA_RETRIES`."""
+    out.retries += 1
+    if out.retries > MAX_INFRA_RETRIES:
+        raise SandboxError(f"{why} (after {out.retries - 1} retries)")
+    log.warning("judge: %s; retrying the submission's remaining tests in a fresh sandbox", why)
 
 
 def run_batch(worker: Worker, req: dict[str, Any], n: int, drive: dict[str, Any] | None, tls: list[float],
               hang_s: float) -> Outcome:
     """Run batch request ``req`` (``n`` tests) and, when ``drive`` is given, the driver's assert tests (``tls``: their
     wall limits, seconds). ``hang_s``: hang detector for the runner's part (all runners of the submission together),
-    seconds. A runner that dies mid-batch costs only the test it was running (module docstring): the tests without a
-    record go to a fresh runner, at most :data:`MAX_RUNNER_DEATHS` times. Raises :class:`SandboxError` only for
-    infrastructure failures (see module docstring)."""
+    seconds. A runner's death fails every test without a record; only a lost sandbox reruns them, in a fresh one
+    (module docstring). Raises :class:`SandboxError` only for infrastructure failures (see module docstring)."""
     out = Outcome()
     deadline = time.monotonic() + hang_s
     todo = list(range(n))  # indices (into req["tests"]) the current runner runs, in its order
     sub = {**req, "interactive": True} if drive is not None else req
-    retry = False  # the current runner is a replacement: it flushes one frame per test
-    deaths = 0
-    while True:
-        oom = _runner(worker, sub, todo, drive, tls, deadline, out)
-        if oom is None:
+    limit = int(req.get("max_timeouts") or 0)
+    while _runner(worker, sub, todo, drive, tls, deadline, out):  # the sandbox was lost under the runner
+        _retry(out, "the sandbox was lost during a submission")
+        todo = [i for i in todo if i not in out.batch]
+        if limit and _timeouts(out) >= limit:  # as the lost runner would have: not run after repeated timeouts
+            for i in todo:
+                out.batch[i] = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
+            todo = []
+        if not todo and drive is None and req.get("op") == "batch":
             break
-        left = [i for i in todo if i not in out.batch]
-        if retry:  # frames came one per test, in order: the runner died during the first test without a record
-            deaths += 1
-            if left:
-                out.batch[left.pop(0)] = dict(_OOM_KILLED if oom else _DIED)
-        left = _skip_after_timeouts(req, out, left)
-        if (not left and drive is None) or deaths >= MAX_RUNNER_DEATHS or time.monotonic() >= deadline:
-            break
-        todo, retry = left, True
-        sub = {**sub, "tests": [req["tests"][i] for i in left], "flush_each": True}
-        if req.get("max_timeouts"):
-            sub["max_timeouts"] = int(req["max_timeouts"]) - _timeouts(out)
+        sub = {**sub, "tests": [req["tests"][i] for i in todo]}
+        if limit:
+            sub["max_timeouts"] = limit - _timeouts(out)
+    died = dict(_OOM_KILLED if out.oom else _DIED)
     for i in range(n):
-        out.batch.setdefault(i, dict(_DIED))
+        out.batch.setdefault(i, dict(died))
     if drive is not None:
         for j in range(len(drive["tests"])):
-            out.asserts.setdefault(j, dict(_DIED) if out.compile_error is None else {})
+            out.asserts.setdefault(j, dict(died) if out.compile_error is None else {})
     return out
 
 
@@ -126,54 +139,75 @@ def _timeouts(out: Outcome) -> int:
     return sum(rec.get("status") == "timeout" for rec in out.batch.values())
 
 
-def _skip_after_timeouts(req: dict[str, Any], out: Outcome, left: list[int]) -> list[int]:
-    """``left``, or ``[]`` after marking them not run (as a runner would) when the submission already used up
-    ``max_timeouts``."""
-    limit = int(req.get("max_timeouts") or 0)
-    if not limit or _timeouts(out) < limit:
-        return left
-    for i in left:
-        out.batch[i] = {"status": "skipped", "message": "not run after repeated timeouts", "wall_s": 0.0}
-    return []
+class _Run:
+    """The current runner of :func:`_runner`: its session, the cgroup's OOM-kill count when it started, and whether
+    its session was finished already."""
+
+    def __init__(self, worker: Worker, req: dict[str, Any], out: Outcome) -> None:
+        self.worker, self.req, self.out = worker, req, out
+        native = req.get("native") or {}
+        # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not
+        # only each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
+        self.memory_mb = int(req.get("memory_limit_mb") or 1024) + (
+            SLACK_MB if native.get("as_limit", True) else SLACK_JVM_MB)
+        self.sess = self._start()
+
+    def _start(self) -> Session:
+        sess = _open(self.worker.runner, self.out, _heavy(self.req))
+        self.worker.runner.limit_memory(self.memory_mb)
+        self.oom0 = self.worker.runner.oom_kills()
+        self.finished = False
+        return sess
+
+    def lost(self) -> bool:
+        """Called when the runner is found dead: whether that is because the sandbox was lost under it (its warden is
+        gone: :meth:`~rlvr.judge.sandbox.Sandbox.warden_gone`) while the cgroup OOM-killed nothing; infrastructure."""
+        return self.worker.runner.warden_gone() and self.worker.runner.oom_kills() <= self.oom0
+
+    def finish(self, restart: bool = False) -> None:
+        """Finish the session (once), noting in ``out`` whether the cgroup OOM-killed something meanwhile."""
+        if self.finished:
+            return
+        self.finished = True
+        oom = self.worker.runner.oom_kills() > self.oom0  # read before a restart or close removes the cgroup
+        self.out.oom = self.out.oom or oom
+        self.worker.runner.finish(self.sess, restart=restart)
+
+    def died(self) -> Session | None:
+        """The runner died during the driver relay: a fresh runner on the same code, with no batch test, once it is
+        ready for relayed calls, when the sandbox was lost (infrastructure, counted); else None (its death is the
+        submission's verdict)."""
+        lost = self.lost()
+        self.finish(restart=not self.sess.eof)
+        if not lost:
+            return None
+        _retry(self.out, "the sandbox was lost during the driver relay")
+        self.sess = self._start()
+        self.sess.send({**self.req, "tests": [], "interactive": True})
+        deadline = time.monotonic() + 60.0
+        while (f := self.sess.recv(deadline)) is not None and f.get("t") != "ready":
+            if f.get("t") in ("done", "error", "compile_error"):
+                return None
+        return self.sess if f is not None else None
 
 
 def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[str, Any] | None, tls: list[float],
-            deadline: float, out: Outcome) -> bool | None:
-    """One runner on ``req`` whose test ``k`` is batch test ``todo[k]``; fills ``out``. Returns None when it ended
-    normally (or hung past ``deadline``, or reached the driver relay), else whether its sandbox's cgroup OOM-killed
-    something meanwhile (it died or broke the protocol mid-batch: the sandbox is restarted). A runner that dies
-    during the driver relay is replaced there (:func:`_relay`, ``respawn``)."""
-    sess = _open(worker.runner, _heavy(req))
-    # the problem's memory limit bounds the whole submission (all its processes, its /tmp and /dev/shm), not only
-    # each process (RLIMIT_AS): the sandbox's cgroup gets that limit plus the runtime's own share
-    native = req.get("native") or {}
-    slack = SLACK_MB if native.get("as_limit", True) else SLACK_JVM_MB
-    worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
-    oom0 = worker.runner.oom_kills()
-    restart = died = False
-
-    def respawn() -> Session | None:
-        """Replace the runner that died during the relay: restart the sandbox, start a fresh runner on the same
-        code with no batch test, and return its session once it is ready for relayed calls (None if it is not)."""
-        nonlocal sess, oom0
-        out.oom = out.oom or worker.runner.oom_kills() > oom0  # read before the restart removes the cgroup
-        worker.runner.finish(sess, restart=True)
-        sess = _open(worker.runner, _heavy(req))
-        worker.runner.limit_memory(int(req.get("memory_limit_mb") or 1024) + slack)
-        oom0 = worker.runner.oom_kills()
-        sess.send({**req, "tests": [], "interactive": True, "flush_each": True})
-        while (f := sess.recv(deadline)) is not None and f.get("t") != "ready":
-            if f.get("t") in ("done", "error", "compile_error"):
-                return None
-        return sess if f is not None else None
-
+            deadline: float, out: Outcome) -> bool:
+    """One runner on ``req`` whose test ``k`` is batch test ``todo[k]``; fills ``out``. Returns True when the sandbox
+    was lost under it before it finished its batch (infrastructure: the caller reruns the tests without a record in a
+    fresh one), else False (it ended normally, died by the submission's doing, hung past ``deadline`` or reached the
+    driver relay, which handles a lost sandbox itself: :meth:`_Run.died`)."""
+    run = _Run(worker, req, out)
+    sess = run.sess
+    restart = lost = False
     try:
         sess.send(req)
         ready = False
         while True:
             f = sess.recv(deadline)
             if f is None:
-                restart = died = True
+                lost = run.lost()
+                restart = not sess.eof  # a runner alive but out of protocol is killed with its sandbox
                 break
             t = f.get("t")
             if t == "recs" and isinstance(f.get("recs"), list):
@@ -189,48 +223,43 @@ def _runner(worker: Worker, req: dict[str, Any], todo: list[int], drive: dict[st
                 ready = True
                 break
             elif t == "error":  # the runner's own exception (its traceback): a death with a message
-                log.warning("the runner raised during a %r request (counted as its death: the test it was running "
-                            "fails, the rest rerun on a fresh runner): %s",
-                            req.get("op"), str(f.get("msg", ""))[-2000:])
-                restart = died = True
+                log.warning("the runner raised during a %r request (counted as its death: every test without a "
+                            "record fails): %s", req.get("op"), str(f.get("msg", ""))[-2000:])
                 break
             elif t == "done":
                 break
         if ready and drive is not None:
-            out.asserts, alive = _relay(worker, sess, drive, tls, respawn, deadline)
+            out.asserts, alive = _relay(worker, run, drive, tls, deadline)
             if alive:
-                sess.send({"t": "end"})
+                run.sess.send({"t": "end"})
                 try:
-                    while (f := sess.recv(time.monotonic() + 10.0)) is not None and f.get("t") != "done":
+                    while (f := run.sess.recv(time.monotonic() + 10.0)) is not None and f.get("t") != "done":
                         pass
                 except SessionTimeout:
                     restart = True
-            else:  # the last runner died in the relay and was not replaced
-                restart = True
+            else:  # the last runner died in the relay
+                restart = not run.sess.eof
     except SessionTimeout:
         restart = True
     finally:
-        oom = worker.runner.oom_kills() > oom0  # read before a restart removes the cgroup
-        out.oom = out.oom or oom
-        worker.runner.finish(sess, restart=restart or sess.broken)
-    return oom if died and out.compile_error is None and req.get("op") == "batch" else None
+        run.finish(restart=restart)
+    return lost and out.compile_error is None
 
 
-def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[float],
-           respawn: Callable[[], Session | None], deadline_all: float) -> tuple[dict[int, dict[str, Any]], bool]:
-    """Relay the driver's candidate calls to the runner; per-test wall budgets enforced here. Returns (records by
-    assert-test index, whether the runner is alive at the end). A runner that dies (or breaks the protocol) during
-    an assert test costs that test: its later calls get ``no_result``, and the next test starts with a fresh
-    runner from ``respawn`` (at most :data:`MAX_RUNNER_DEATHS` times, and not past ``deadline_all``, the
-    submission's hang detector, monotonic seconds); after that, calls get ``no_result``."""
+def _relay(worker: Worker, run: _Run, drive: dict[str, Any], tls: list[float],
+           deadline_all: float) -> tuple[dict[int, dict[str, Any]], bool]:
+    """Relay the driver's candidate calls to the runner of ``run``; per-test wall budgets enforced here. Returns
+    (records by assert-test index, whether the runner is alive at the end). A runner that dies (or breaks the
+    protocol) fails the call it was serving and every later one (``no_result``): the submission's verdict, not a
+    fresh runner; only when the sandbox was lost under it (:meth:`_Run.died`) does a fresh runner get that call again,
+    before ``deadline_all`` (the submission's hang detector, monotonic seconds)."""
     sb = worker.get_driver()
-    sess = _open(sb)
+    sess = _open(sb, run.out)
     recs: dict[int, dict[str, Any]] = {}
     restart = False
     cur: int | None = None
     start = time.monotonic()
-    runner_alive = True
-    deaths = 0
+    runner, runner_alive = run.sess, True
     try:
         sess.send(drive)
         while True:
@@ -250,31 +279,28 @@ def _relay(worker: Worker, runner: Session, drive: dict[str, Any], tls: list[flo
                 break
             t = f.get("t")
             if t == "begin" and isinstance(f.get("i"), int) and 0 <= f["i"] < len(tls):
-                if not runner_alive and deaths <= MAX_RUNNER_DEATHS and time.monotonic() < deadline_all:
-                    fresh = respawn()  # before the test's clock starts: a sandbox restart is not its time
-                    if fresh is not None:
-                        runner, runner_alive = fresh, True
-                    else:
-                        deaths = MAX_RUNNER_DEATHS + 1  # a replacement that cannot start: no further attempt
                 cur, start = f["i"], time.monotonic()
             elif t == "call" and cur is not None:
-                budget = start + tls[cur] - time.monotonic()
                 call = {k: f[k] for k in ("k", "target", "args", "kwargs", "getattr") if k in f}
-                if budget <= 0:
-                    rec: dict[str, Any] = {"status": "timeout"}
-                elif not runner_alive:
-                    rec = {**_DIED, "fatal": True}
-                else:
-                    runner.send({"t": "call", **call, "budget_s": budget})
-                    try:
-                        ans = runner.recv(time.monotonic() + budget + 10.0)
-                    except SessionTimeout:
-                        ans = None
-                    if ans is None or ans.get("t") != "ret" or ans.get("k") != f.get("k"):
-                        runner_alive, deaths = False, deaths + 1
+                rec: dict[str, Any] | None = None
+                while rec is None:
+                    budget = start + tls[cur] - time.monotonic()
+                    if budget <= 0:
+                        rec = {"status": "timeout"}
+                    elif not runner_alive:
                         rec = {**_DIED, "fatal": True}
                     else:
-                        rec = ans.get("rec") if isinstance(ans.get("rec"), dict) else {**_DIED, "fatal": True}
+                        runner.send({"t": "call", **call, "budget_s": budget})
+                        try:
+                            ans = runner.recv(time.monotonic() + budget + 10.0)
+                        except SessionTimeout:
+                            ans = None
+                        if ans is not None and ans.get("t") == "ret" and ans.get("k") == f.get("k"):
+                            rec = ans.get("rec") if isinstance(ans.get("rec"), dict) else {**_DIED, "fatal": True}
+                        elif time.monotonic() < deadline_all and (fresh := run.died()) is not None:
+                            runner = fresh  # the sandbox was lost (infrastructure): the same call, once more
+                        else:
+                            runner_alive = False
                 sess.send({"t": "ret", "k": f.get("k"), "rec": rec})
             elif t == "result" and isinstance(f.get("i"), int) and 0 <= f["i"] < len(tls):
                 rec = f["rec"] if isinstance(f.get("rec"), dict) else {"status": "no_result"}

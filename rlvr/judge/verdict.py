@@ -67,7 +67,10 @@ class JudgeResult(BaseModel):
 
     ``verdict`` is ``accepted`` iff every test passed, else the first failing test's verdict (``syntax_error`` /
     ``sandbox_error`` when nothing ran). ``pass_ratio`` = passed / total tests in [0, 1] (0 when there are no tests).
-    ``judge_s`` is wall seconds the judge spent on the submission (sandbox start included)."""
+    ``judge_s`` is wall seconds the judge spent on the submission (sandbox start included). ``retries``: how many
+    times the judge's own infrastructure failed under the submission and its remaining tests ran again in a fresh
+    sandbox (a sandbox that could not start, or was lost; never because of what the submission did:
+    :mod:`rlvr.judge.submit`)."""
 
     verdict: Verdict
     passed: int
@@ -76,6 +79,7 @@ class JudgeResult(BaseModel):
     judge_s: float
     tests: list[TestResult] = Field(default_factory=list)
     message: str = ""
+    retries: int = 0
 
     @property
     def accepted(self) -> bool:

@@ -94,6 +94,7 @@ class Session:
         self.rid, self._w, self._r = rid, w, r
         self._buf = bytearray()
         self.broken = False
+        self.eof = False  # the runner's end of the response pipe closed (it exited or was killed)
 
     def send(self, obj: dict[str, Any]) -> bool:
         """Write one frame (adds the id); False when the runner is gone."""
@@ -117,6 +118,7 @@ class Session:
                 raise SessionTimeout("the submission's runner did not answer in time")
             chunk = os.read(self._r, max(n - len(buf), 1 << 16))  # what is there: usually several frames at once
             if not chunk:
+                self.eof = True
                 return None
             buf += chunk
         out = bytes(buf[:n])
@@ -331,20 +333,47 @@ class Sandbox:
             os.close(resp_w)
         return Session(rid, req_w, resp_r)
 
-    def finish(self, session: Session, timeout_s: float = 10.0, restart: bool = False) -> None:
-        """End ``session``: close its pipes and wait for the warden's ``done`` (CPU figures). ``restart``: kill the
-        sandbox instead (a runner that hung or broke the protocol). Never raises."""
+    def finish(self, session: Session, timeout_s: float = 10.0, restart: bool = False) -> str:
+        """End ``session``: close its pipes and wait for the warden's word on it. Returns ``"done"`` (the warden
+        reaped the runner and every process of the submission, wiped, and sent its CPU figures), ``"ended"`` (the
+        warden ended the sandbox because of what the submission left: a place its wipe could not clean, or a changed
+        rlimit or scheduling state of the warden; the next :meth:`open` starts a fresh one), ``"lost"`` (no word
+        within ``timeout_s`` seconds, or not this session's: the warden is gone, which no submission can cause, or
+        hung; the sandbox is closed) or ``"restarted"`` (``restart``: the caller had the sandbox killed, for a runner
+        that hung or broke the protocol). Never raises."""
         session.close()
         if restart or self._ctl is None:
             self.close()
-            return
+            return "restarted"
         try:
             done = self._ctl_recv(timeout_s)
-            if done.get("t") != "done" or done.get("id") != session.rid:
+            if done.get("id") != session.rid or done.get("t") not in ("done", "end"):
                 raise SandboxError(f"unexpected warden message {done}")
             self._cpu_last = float(done.get("cpu_s", 0.0))
         except (SandboxError, ValueError, TypeError):
             self.close()
+            return "lost"
+        if done["t"] == "end":
+            self.close()
+            return "ended"
+        return "done"
+
+    def warden_gone(self) -> bool:
+        """Whether the warden has exited (its end of the control socket is closed), without waiting: its files are
+        closed before the kernel kills the rest of its pid namespace, so a runner that died because the warden was
+        killed finds this True, one the submission killed finds it False (the warden is waiting for it, or its
+        ``done`` is already there). Never raises; consumes nothing."""
+        if self._ctl is None:
+            return True
+        try:
+            self._ctl.settimeout(0.0)
+            return not self._ctl.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
+        finally:
+            self._ctl.settimeout(None)
 
     def cpu_seconds(self) -> float:
         """CPU seconds of this sandbox's wardens and every process they reaped (runners, tests), since creation,

@@ -11,6 +11,18 @@ Denied (why): ``ptrace``, ``process_vm_readv``/``process_vm_writev``, ``kcmp``, 
 ``process_madvise`` (reading, writing or inspecting another process of the same uid); ``keyctl``/``add_key``/
 ``request_key`` (kernel keyrings outlive processes: state across submissions); ``userfaultfd``, ``bpf``,
 ``perf_event_open``, ``io_uring_*`` (large kernel attack surface, unneeded by programs).
+
+Allowed on the calling process only (:data:`SELF_ONLY`; issue 43): ``prlimit64``, ``setpriority``,
+``sched_setparam``/``sched_setscheduler``/``sched_setattr``/``sched_setaffinity``, ``ioprio_set``,
+``migrate_pages``/``move_pages``. Every process of a sandbox has the same uid, so without these checks any process of a
+submission could lower the rlimits, priority, scheduling policy, CPU affinity or I/O priority of the warden (PID 1) or
+its zygote, which every later runner inherits: state that outlives the submission. Each is allowed only when its
+target is the caller itself: pid argument 0 (``setpriority``/``ioprio_set``: ``PRIO_PROCESS``/``IOPRIO_WHO_PROCESS``
+with who 0, never a process group or a user); ``prlimit64`` on another pid also when it only reads (``new_limit`` is
+NULL: the warden reads its zygote's limits that way). The pid arguments are C ``int``s, which the kernel truncates
+from the 64-bit register, so the low 32 bits of ``seccomp_data.args[i]`` are exactly what the kernel uses
+(little-endian: both architectures here). ``getpid()``'s own number is refused like any other (the filter cannot know
+it): ``os.sched_setaffinity(0, …)``, ``os.nice``, ``resource.setrlimit`` all pass 0.
 """
 
 import ctypes
@@ -39,40 +51,82 @@ DENIED = {  # name: (x86_64 number, aarch64 number); arch/x86/entry/syscalls/sys
     "process_madvise": (440, 440),
 }
 
+# name: (x86_64 number, aarch64 number, allowed-when): allowed when one alternative holds, each a tuple of
+# (``seccomp_data`` offset, value) equalities on 32-bit words: args[i] is at 16 + 8 * i, its high word 4 further on
+_ARG = 16
+SELF_ONLY = {
+    "prlimit64": (302, 261, (((_ARG, 0),), ((_ARG + 16, 0), (_ARG + 20, 0)))),  # pid 0, or new_limit NULL (a read)
+    "setpriority": (141, 140, (((_ARG, 0), (_ARG + 8, 0)),)),  # which PRIO_PROCESS, who 0
+    "sched_setparam": (142, 118, (((_ARG, 0),),)),
+    "sched_setscheduler": (144, 119, (((_ARG, 0),),)),
+    "sched_setaffinity": (203, 122, (((_ARG, 0),),)),
+    "sched_setattr": (314, 274, (((_ARG, 0),),)),
+    "ioprio_set": (251, 30, (((_ARG, 1), (_ARG + 8, 0)),)),  # which IOPRIO_WHO_PROCESS, who 0
+    "migrate_pages": (256, 238, (((_ARG, 0),),)),
+    "move_pages": (279, 239, (((_ARG, 0),),)),
+}
+
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
 _JGE_K = 0x35  # BPF_JMP | BPF_JGE | BPF_K
 _RET_K = 0x06  # BPF_RET | BPF_K
 
 
-def _ins(code, jt, jf, k):
-    return struct.pack("HBBI", code, jt, jf, k)
+def _assemble(code):
+    """Bytes of ``code``: ``(op, jt, jf, k)`` tuples and label strings; a ``jt``/``jf`` that is a string jumps to that
+    label (classic BPF jumps are relative, forward only, at most 255 instructions)."""
+    where, n = {}, 0
+    for ins in code:
+        if isinstance(ins, str):
+            where[ins] = n
+        else:
+            n += 1
+    out, i = [], 0
+    for ins in code:
+        if isinstance(ins, str):
+            continue
+        op, jt, jf, k = ins
+        jt, jf = (where[j] - i - 1 if isinstance(j, str) else j for j in (jt, jf))
+        if not (0 <= jt <= 255 and 0 <= jf <= 255):
+            raise ValueError("seccomp program: jump out of range")
+        out.append(struct.pack("HBBI", op, jt, jf, k))
+        i += 1
+    return out
+
+
+def _arch_block(tag, col, x32):
+    """The code for one architecture (``col``: 0 for x86_64 numbers, 1 for aarch64): the denied numbers and the
+    dispatch to the self-only checks, ALLOW for anything else, the checks, then the shared EPERM (every jump goes
+    forward); labels carry ``tag``."""
+    deny = f"{tag}deny"
+    out = [(_LD_W_ABS, 0, 0, 0)]
+    if x32:
+        out.append((_JGE_K, deny, 0, 0x40000000))
+    for nr in sorted({v[col] for v in DENIED.values()}):
+        out.append((_JEQ_K, deny, 0, nr))
+    rules = sorted(SELF_ONLY.items(), key=lambda kv: kv[1][col])
+    for name, spec in rules:
+        out.append((_JEQ_K, f"{tag}{name}", 0, spec[col]))
+    out.append((_RET_K, 0, 0, RET_ALLOW))  # any other syscall
+    for name, spec in rules:
+        out.append(f"{tag}{name}")
+        alts = spec[2]
+        for a, alt in enumerate(alts):
+            nxt = f"{tag}{name}.{a + 1}" if a + 1 < len(alts) else deny
+            for off, val in alt:
+                out += [(_LD_W_ABS, 0, 0, off), (_JEQ_K, 0, nxt, val)]
+            out.append((_RET_K, 0, 0, RET_ALLOW))
+            if a + 1 < len(alts):
+                out.append(nxt)
+    return [*out, deny, (_RET_K, 0, 0, RET_EPERM)]
 
 
 def program():
     """The filter as bytes (an array of ``struct sock_filter``) and its instruction count."""
-    x86 = sorted({v[0] for v in DENIED.values()})
-    arm = sorted({v[1] for v in DENIED.values()})
-
-    def block(nrs, x32):
-        # nr loaded; ``len(nrs)`` compares then ALLOW, with DENY placed right after: each jeq jumps to it on match
-        out = [_ins(_LD_W_ABS, 0, 0, 0)]
-        n = len(nrs)
-        if x32:
-            out.append(_ins(_JGE_K, n + 1, 0, 0x40000000))  # to DENY
-        for i, nr in enumerate(nrs):
-            out.append(_ins(_JEQ_K, n - i, 0, nr))  # match: skip the rest and ALLOW, land on DENY
-        out.append(_ins(_RET_K, 0, 0, RET_ALLOW))
-        out.append(_ins(_RET_K, 0, 0, RET_EPERM))
-        return out
-
-    bx, ba = block(x86, True), block(arm, False)
-    head = [_ins(_LD_W_ABS, 0, 0, 4)]
-    # arch == x86_64 -> bx; arch == aarch64 -> ba; else EPERM
-    head.append(_ins(_JEQ_K, 2, 0, AUDIT_ARCH_X86_64))
-    head.append(_ins(_JEQ_K, 1 + len(bx), 0, AUDIT_ARCH_AARCH64))
-    head.append(_ins(_RET_K, 0, 0, RET_EPERM))
-    prog = head + bx + ba
+    # arch == x86_64 -> its block; arch == aarch64 -> its block; else EPERM
+    code = [(_LD_W_ABS, 0, 0, 4), (_JEQ_K, "x86", 0, AUDIT_ARCH_X86_64), (_JEQ_K, "arm", 0, AUDIT_ARCH_AARCH64),
+            (_RET_K, 0, 0, RET_EPERM), "x86", *_arch_block("x86.", 0, True), "arm", *_arch_block("arm.", 1, False)]
+    prog = _assemble(code)
     return b"".join(prog), len(prog)
 
 

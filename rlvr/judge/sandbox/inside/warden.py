@@ -17,12 +17,16 @@ Control channel: a ``SOCK_SEQPACKET`` unix socket (fd given as argv[1]) to the h
   (:mod:`runner`, which owns the fds); the warden reaps it and every orphan, kills every process left and answers
   ``{"t": "done", "id", "cpu_s"}``
   (``cpu_s``: CPU seconds of the warden and every process it reaped so far, which includes the runner's waited-for
-  children). The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
+  children), or ``{"t": "end", "id", "why", "cpu_s"}`` when it ends after that submission (:func:`end`).
+  The first submission finds the sandbox as bwrap made it; every later one finds it wiped.
 Every writable place (``/tmp`` with the build and work dirs, ``/dev/shm``, ``/dev/mqueue``, SysV IPC objects) is
 wiped by the runner itself as it ends (:mod:`wipe`), or, when the submission killed its runner first, by a child the
 warden forks for it: the warden never lists a name a submission created, so none of it can linger in the heap the
 next runner inherits. A failed wipe ends the warden (hence the sandbox): a place it cannot clean is never handed to the
-next submission.
+next submission. The same holds for the warden's and zygote's inheritable process state (rlimits, nice, scheduling
+policy, affinity, I/O priority, autogroup nice: :mod:`pstate`), which the seccomp filter lets no other process change:
+after every submission the warden compares both with its own at start, ends itself (hence the sandbox) when its own
+changed and replaces the zygote when the zygote's did.
 
 The zygote (:mod:`zygote`): a child forked after the warden's setup (seccomp, non-dumpable, ``gc.freeze()``), which
 imports :data:`runner.PRELOAD` and clones runners for heavy submissions with
@@ -48,8 +52,8 @@ DIRS = ["/judge/inside", "/judge"]  # where bwrap binds the judge's in-sandbox c
 sys.path[:0] = DIRS
 
 # The judge's own modules, in dependency order (each only imports standard modules or earlier ones).
-OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "wipe", "build", "callserver", "calls",
-       "driver", "runner", "zygote")
+OWN = ("wire", "literal_scan", "literal", "proc", "forkloop", "seccomp", "pstate", "wipe", "build", "callserver",
+       "calls", "driver", "runner", "zygote")
 
 
 def load_own():
@@ -93,6 +97,7 @@ load_own()
 import driver  # noqa: E402,F401 - the runner imports it for a ``drive`` op only: in the image, as the rest
 import forkloop  # noqa: E402
 import proc  # noqa: E402
+import pstate  # noqa: E402
 import runner  # noqa: E402
 import seccomp  # noqa: E402
 import wipe  # noqa: E402
@@ -149,6 +154,16 @@ def reset_signals():
                 pass
 
 
+def end(ctl, rid, why):
+    """Tell the host that this warden ends (hence the sandbox) after submission ``rid`` because of what it left
+    (``why``: ``wipe``, a place the wipe could not clean; ``state``, a changed process state): ``{"t": "end", "id",
+    "why", "cpu_s"}``, so that the host counts it as the submission's doing, not as an infrastructure failure."""
+    try:
+        ctl.send(json.dumps({"t": "end", "id": rid, "why": why, "cpu_s": cpu_seconds()}).encode())
+    except OSError:
+        pass
+
+
 def main():
     """Serve the control socket until the host closes it (module docstring)."""
     reset_signals()
@@ -162,6 +177,8 @@ def main():
     gc.collect()
     gc.freeze()  # keep warm objects out of the runners' copy-on-write path
     base_vm = vm_base()
+    baseline = pstate.snapshot()  # what this warden and every zygote it forks must still have after a submission
+    zygote_state = baseline and (*baseline[:-1], None)  # snapshot(pid) leaves the autogroup (the warden's) out
     zygote = Zygote(enabled=not PRELOAD_HERE and SYS_CLONE is not None)
     if zygote.enabled:
         zygote.spawn(ctl)
@@ -229,7 +246,11 @@ def main():
             if wiper == 0:
                 os._exit(wipe.wipe_all())
             if os.waitstatus_to_exitcode(os.waitpid(wiper, 0)[1]) != wipe.CLEAN_EXIT:
-                return  # a place that cannot be cleaned is never handed to another submission
+                return end(ctl, rid, "wipe")  # a place that cannot be cleaned is never handed to another submission
+        if pstate.snapshot() != baseline:
+            return end(ctl, rid, "state")  # limits or scheduling changed: every later runner would inherit them
+        if zygote.pid and pstate.snapshot(zygote.pid) != zygote_state:
+            zygote.lost()  # the same for the zygote's runners: another one before the next heavy submission
         ctl.send(json.dumps({"t": "done", "id": rid, "cpu_s": cpu_seconds()}).encode())
 
 if __name__ == "__main__":
