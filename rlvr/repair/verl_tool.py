@@ -46,7 +46,7 @@ from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 from rlvr.data.schema import Problem, from_ground_truth, ground_truth
 from rlvr.io import atomic_write_text
 from rlvr.repair.env import EnvConfig, cap_middle, format_feedback, split_tests
-from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY
+from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY, TOOL_SANDBOX_ERRORS_KEY
 
 __all__ = ["AGENT_NAME", "FINAL_ANSWER_KEY", "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool",
            "accepted_feedback", "agent_loop_config", "episode_budget", "repair_overrides", "repair_row_fields",
@@ -119,6 +119,20 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
     honours (clamped to the model's context); so each turn here asks for ``min(turn_tokens, response_length - tokens
     of the response so far)`` (:meth:`turn_max_tokens`). ``None``: verl's default."""
 
+    async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: AgentData) -> Any:
+        """verl's ``_call_tool``, counting in ``extra_fields[TOOL_SANDBOX_ERRORS_KEY]`` the calls that failed for the
+        infrastructure's reasons: the judge answered ``sandbox_error`` (the tool's metrics ``verdict``), or the tool
+        raised (verl then answers "Error executing tool …" with empty metrics). A call verl refused before running
+        it (unknown tool name, arguments not JSON: the policy's error) is not counted."""
+        out = await super()._call_tool(tool_call, tools_kwargs, agent_data)
+        response, _, metrics = out
+        text = str(getattr(response, "text", "") or "")
+        failed = (isinstance(metrics, dict) and metrics.get("verdict") == "sandbox_error") or (
+            not metrics and text.startswith("Error executing tool"))
+        agent_data.extra_fields[TOOL_SANDBOX_ERRORS_KEY] = (
+            int(agent_data.extra_fields.get(TOOL_SANDBOX_ERRORS_KEY, 0)) + int(failed))
+        return out
+
     def __init__(self, *args: Any, turn_tokens: int | None = None, **kwargs: Any) -> None:
         if turn_tokens is not None and int(turn_tokens) < 1:
             raise ValueError(f"FinalAnswerAgentLoop: turn_tokens must be >= 1, got {turn_tokens}")
@@ -158,6 +172,7 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
                 int(agent_data.extra_fields.get(TOOL_PARSE_FAILURES_KEY, 0)) + failed)
         else:
             agent_data.extra_fields.setdefault(TOOL_PARSE_FAILURES_KEY, 0)
+        agent_data.extra_fields.setdefault(TOOL_SANDBOX_ERRORS_KEY, 0)
         over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
         if over > 0:
             ids = ids[: max(0, len(ids) - over)]
