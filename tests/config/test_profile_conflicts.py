@@ -141,3 +141,21 @@ def test_stage_provenance_holds_the_effective_values(tmp_path, monkeypatch):
     res = CliRunner().invoke(data_stage2, ["--params", str(path)])
     assert res.exit_code == 0, res.output
     assert "protocol" not in json.loads((tmp_path / "metrics/provenance/gov.json").read_text())
+
+
+def test_the_gpu_suites_7b_params_load(tmp_path):
+    """bench/gpu/prepare.py's params.7b.yaml (the overlay's params with the lent 7B profile) holds no value the
+    profile would ignore: it loads, with the profile's values."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_gpu_prepare_7b", ROOT / "bench" / "gpu" / "prepare.py")
+    prep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep)
+    params = prep.merge(yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")),
+                        yaml.safe_load((ROOT / "bench" / "gpu" / "overlay.yaml").read_text(encoding="utf-8")))
+    shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
+    path = tmp_path / "params.7b.yaml"
+    path.write_text(yaml.safe_dump(prep.with_profile(params, prep.BIG7_PROFILE), sort_keys=False), encoding="utf-8")
+    p = load_params(path)
+    assert p["grpo"]["max_steps"] == load_scale_profile(ROOT / prep.BIG7_PROFILE)["params"]["grpo"]["max_steps"]
+    assert p["governance"] == params["governance"]  # the overlay's data sections stay
