@@ -11,9 +11,9 @@ from test_repair_verl_tool import _run_agent_loop
 pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
-from rlvr.judge.verdict import JudgeResult  # noqa: E402
-from rlvr.repair import EnvConfig, verl_tool  # noqa: E402
-from rlvr.reward.verl import TOOL_SANDBOX_ERRORS_KEY  # noqa: E402
+from rlvr.judge.verdict import JudgeResult
+from rlvr.repair import EnvConfig, verl_tool
+from rlvr.reward.verl import TOOL_SANDBOX_ERRORS_KEY
 
 
 class BrokenSandbox(FakeJudge):
@@ -40,3 +40,16 @@ def test_tool_failures_are_counted_per_episode(tmp_path, monkeypatch, judge, wan
     tok = build_tokenizer([*replies, "Echo. wrong Fix it. Your output sandbox_error"] * 20, vocab_size=400)
     out, _ = _run_agent_loop(tmp_path, tok, replies, cfg, _problem())
     assert out.extra_fields[TOOL_SANDBOX_ERRORS_KEY] == want
+
+
+def test_local_engine_counts_feedback_judged_as_sandbox_error():
+    """The local engine's repair rollouts: every answer's visible-test feedback whose judging came back sandbox_error
+    is counted in the rollout statistics (metrics: repair training's ``rollouts.tool_sandbox_errors``)."""
+    from test_repair_env import BAD, Scripted
+
+    from rlvr.train.local.repair import collect_repair_contexts
+
+    _, ok = collect_repair_contexts([_problem()], Scripted([BAD]), FakeJudge(), EnvConfig(turns=3), 2, 1.0)
+    _, broken = collect_repair_contexts([_problem()], Scripted([BAD]), BrokenSandbox(), EnvConfig(turns=3), 2, 1.0)
+    assert ok["tool_sandbox_errors"] == 0
+    assert broken["tool_sandbox_errors"] > 0
