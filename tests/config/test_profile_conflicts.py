@@ -159,3 +159,22 @@ def test_the_gpu_suites_7b_params_load(tmp_path):
     p = load_params(path)
     assert p["grpo"]["max_steps"] == load_scale_profile(ROOT / prep.BIG7_PROFILE)["params"]["grpo"]["max_steps"]
     assert p["governance"] == params["governance"]  # the overlay's data sections stay
+
+
+def test_a_stage_stops_at_start_with_the_line(tmp_path):
+    """Through a real stage script (what `dvc exp run` runs after writing -S into params.yaml): exit status 1, the
+    one line on stderr, before anything is loaded."""
+    import importlib.util
+
+    from click.testing import CliRunner
+
+    path = _workspace(tmp_path)
+    _dash_s(path, "sft.learning_rate=3e-5")
+    spec = importlib.util.spec_from_file_location("sft_stage_conflict", ROOT / "stages" / "sft.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    res = CliRunner().invoke(mod.main, ["--params", str(path), "--problems-dir", str(tmp_path / "none")])
+    assert res.exit_code == 1
+    lines = [ln for ln in res.output.splitlines() if ln.strip() and " rlvr." not in ln]
+    assert len(lines) == 1
+    assert "sft.learning_rate='3e-05' but" in lines[0] and "sets sft.learning_rate=1e-05" in lines[0]
