@@ -30,7 +30,8 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["Params", "Result", "closed_after", "debug_enabled", "one_line_error", "option", "stage"]
+__all__ = ["Params", "Result", "closed_after", "debug_enabled", "one_line_error", "option", "record_effective_params",
+           "stage"]
 
 S = TypeVar("S")
 T = TypeVar("T")
@@ -41,12 +42,15 @@ class Params:
     """The stage's ``params.yaml`` (path from ``--params``). Sections are validated by their pydantic model."""
 
     path: Path
+    #: the sections read through :meth:`section` (names), for the provenance of the effective values
+    read: set[str] = field(default_factory=set, compare=False)
 
     def section(self, name: str, model: type[S]) -> S:
         """Section ``name`` as ``model`` (:func:`rlvr.config.load_section`; unknown keys are errors). Raises
         :class:`rlvr.config.ConfigError` naming the file and section when it is missing or invalid."""
         from rlvr.config import load_section
 
+        self.read.add(name)
         return load_section(name, model, self.path)  # type: ignore[arg-type]
 
     def raw(self) -> dict[str, Any]:
@@ -92,6 +96,27 @@ class Result:
             write_metrics(path, report)
         for folder, report in self.folders.items():
             write_metrics_folder(folder, report)
+
+
+def record_effective_params(result: Result, params: Params) -> None:
+    """Add ``protocol.effective_params`` (:func:`rlvr.config.profiles.effective_params`: the selected profile and the
+    effective value of every key it set, the values DVC does not record) to every report of ``result`` (its
+    ``metrics`` files and ``folders``; a folder's ``protocol`` entry is a provenance file,
+    ``metrics/provenance/<folder>/protocol.json``). Only for a stage that read a section a profile may set (through
+    :meth:`Params.section`): the data stages (governance, judge_check) do not track the profile in dvc.yaml, so their
+    outputs must not follow it. Raises :class:`rlvr.config.ConfigError` when params.yaml or the profile cannot be
+    read."""
+    from rlvr.config import load_params
+    from rlvr.config.profiles import DATA_SECTIONS, effective_params
+
+    reports = [*result.metrics.values(), *result.folders.values()]
+    if not reports or not (params.read - set(DATA_SECTIONS)):
+        return
+    eff = effective_params(load_params(params.path, raw=True), params.path)
+    for report in reports:
+        proto = report.setdefault("protocol", {})
+        if isinstance(proto, dict):
+            proto["effective_params"] = eff
 
 
 def option(*decls: str, default: Any = None, path: bool = False, **kwargs: Any) -> Callable[[Any], Any]:
@@ -150,9 +175,11 @@ def stage(*options: Callable[[Any], Any]) -> Callable[[Callable[..., Result]], c
             logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
             try:
                 _check_sections(Path(params_path))
-                result = fn(Params(Path(params_path)), **kwargs)
+                params = Params(Path(params_path))
+                result = fn(params, **kwargs)
                 if not isinstance(result, Result):
                     raise TypeError(f"stage {fn.__name__} returned {type(result).__name__}, expected rlvr.stage.Result")
+                record_effective_params(result, params)
             except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
                 raise
             except Exception as exc:

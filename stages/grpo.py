@@ -30,6 +30,7 @@ from rlvr.train.local.grpo import GRPOParams, run_grpo
 def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: str, verl_train: str, verl_val: str,
               out_model: str, curves: str) -> dict[str, Any]:
     """GRPO on verl: ``python -m verl.trainer.main_ppo`` with ``algorithm.adv_estimator=grpo``."""
+    from rlvr.judge.preflight import load_judge_params
     from rlvr.model import resolve_model_ref
     from rlvr.train.verl.launch import run_grpo_verl
     from rlvr.train.verl.overrides import VerlParams
@@ -40,7 +41,8 @@ def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: 
                             "reward": mode, "reward_shaping": shaping}, model_dir, seed=seed)
     return run_grpo_verl(cfg, vcfg, model_path=resolve_model_ref(model_dir), train_files=verl_train,
                          val_files=verl_val, reward_mode=mode, out_model_dir=out_model, curves_path=curves,
-                         run_dir=rdir, experiment_name=f"grpo-seed{seed}", reward_shaping=shaping)
+                         run_dir=rdir, experiment_name=f"grpo-seed{seed}", reward_shaping=shaping,
+                         judge=load_judge_params(params.path))
 
 
 @stage(option("--seed", type=int, required=True, help="run seed (overrides grpo.seed); one of params 'seeds'"),

@@ -55,8 +55,37 @@ def write_params(dest: Path) -> None:
                           "verl": {"max_response_length": 320, "total_training_steps": 8}})
     (dest / "params.tool.yaml").write_text(yaml.safe_dump(tool, sort_keys=False), encoding="utf-8")
     # the s7_* parts: the 7B recipe at the lent 2-GPU scale (random-init Qwen2.5-Coder-7B shapes, a few steps)
-    big7 = {**params, "profile": "profiles/lent/qwen7b_random_2xh100.yaml"}
-    (dest / "params.7b.yaml").write_text(yaml.safe_dump(big7, sort_keys=False), encoding="utf-8")
+    (dest / "params.7b.yaml").write_text(yaml.safe_dump(with_profile(params, BIG7_PROFILE), sort_keys=False),
+                                         encoding="utf-8")
+
+
+#: the scale profile of the ``s7_*`` parts (``params.7b.yaml``)
+BIG7_PROFILE = "profiles/lent/qwen7b_random_2xh100.yaml"
+
+
+def with_profile(params: dict[str, Any], profile: str) -> dict[str, Any]:
+    """``params`` (the overlay merged in) selecting ``profile``, with every key the profile sets put back to the
+    repository ``params.yaml``'s value (removed where it has none): the overlay's values of those keys would be
+    ignored by the run, so rlvr refuses them (:func:`rlvr.config.profiles.profile_conflicts`)."""
+    sys.path.insert(0, str(ROOT))
+    from rlvr.config.profiles import profile_keys
+
+    base = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    out = merge(params, {"profile": profile})
+    for key in profile_keys(ROOT / profile):
+        *parents, leaf = key.split(".")
+        src: Any = base
+        dst: Any = out
+        for part in parents:
+            src = src.get(part) if isinstance(src, dict) else None
+            dst = dst.setdefault(part, {}) if isinstance(dst, dict) else None
+        if not isinstance(dst, dict):
+            continue
+        if isinstance(src, dict) and leaf in src:
+            dst[leaf] = src[leaf]
+        else:
+            dst.pop(leaf, None)
+    return out
 
 
 def copy_tree(dest: Path) -> None:

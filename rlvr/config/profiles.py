@@ -15,9 +15,20 @@ reaches a 7B run:
 :func:`apply_profile` is what :func:`rlvr.config.load_params` calls: with ``profile: <path>`` in ``params.yaml`` every
 stage reads ``params.yaml`` with the profile's ``params`` merged over it, and ``verl.profile`` pointing at the
 profile (whose ``hardware`` block :func:`rlvr.train.verl.params.load_profile` reads). ``profile: null`` (the default)
-changes nothing. Precedence, lowest first: params.yaml, the profile's base chain, the profile. A ``dvc exp run -S``
-on a key that the selected profile also sets is shadowed by the profile: change such keys in the profile file
-(``dvc exp run -S profiles/x.yaml:params.sft.learning_rate=…``); :func:`profile_keys` lists them.
+changes nothing. Precedence, lowest first: params.yaml, the profile's base chain, the profile.
+
+No silent params (issue 42): DVC records only params.yaml's values, so a ``dvc exp run -S grpo.learning_rate=2e-6``
+(or an edit of params.yaml) on a key that the selected profile sets would be recorded under the new value and run with
+the profile's. :func:`apply_profile` therefore refuses it: for every key the profile sets, params.yaml must hold either
+the profile's value or its own embedded default for that key (:data:`EMBEDDED_DEFAULTS_FILE`, the tiny CPU model's
+value that the profile is there to replace); any other value stops the stage at start with one line naming the key,
+both values and both files (:func:`profile_conflicts`). Such a key is changed in the profile file instead
+(``dvc exp run -S profiles/qwen7b_4xh100.yaml:params.grpo.learning_rate=2e-6``: the ``profiles`` folder is a dep of
+every stage that reads a profile, so the change re-runs them); :func:`profile_keys` lists the keys. Why an error and not
+"params.yaml wins": params.yaml holds the tiny model's value of every such key, so a value that differs from the
+profile's cannot tell "chosen for this run" from "the tiny default" without that record, and a stale record would then
+silently train a 7B with a tiny-model value; an error costs one re-run. The effective values (after the merge) are in
+each stage's provenance (:func:`effective_params`).
 
 The training stages (sft, dpo, grpo, repair) call :func:`require_scale_profile` first: with ``engine: verl`` or a
 ``model.name`` other than ``tiny`` and no profile selected they stop, since params.yaml's values are the tiny model's.
@@ -26,6 +37,7 @@ The training stages (sft, dpo, grpo, repair) call :func:`require_scale_profile` 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +45,9 @@ import yaml
 
 from rlvr.config.errors import ConfigError
 
-__all__ = ["DATA_SECTIONS", "DATA_SELECTION_KEYS", "SCALE_KEYS", "TINY_MODEL", "ProfileError", "apply_profile",
-           "check_tensor_parallel", "load_scale_profile", "missing_scale_keys", "profile_keys",
-           "require_scale_profile"]
+__all__ = ["DATA_SECTIONS", "DATA_SELECTION_KEYS", "EMBEDDED_DEFAULTS_FILE", "SCALE_KEYS", "TINY_MODEL",
+           "ProfileError", "apply_profile", "check_tensor_parallel", "effective_params", "embedded_defaults",
+           "load_scale_profile", "missing_scale_keys", "profile_conflicts", "profile_keys", "require_scale_profile"]
 
 # Hyperparameters whose tiny-model value is wrong at any other scale: a complete profile sets each of them (a dotted
 # path into params.yaml). Lengths, learning rates, step counts and epochs, group size, batch sizes, the repair budget,
@@ -106,13 +118,14 @@ def _read(path: Path) -> dict[str, Any]:
 def load_scale_profile(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any]:
     """Read a scale profile with its ``base`` chain merged in (base first, this file last).
 
-    Returns ``{"hardware": {...}, "params": {...}, "complete": bool, "files": [base…, this]}``.
+    Returns ``{"hardware": {...}, "params": {...}, "complete": bool, "files": [base…, this], "origin": {dotted
+    params key: the file (of the chain) whose value it has}}``.
     Raises :class:`ProfileError` naming the file for a missing/invalid file or a cyclic ``base``."""
     p = Path(path).resolve()
     if p in _seen:
         raise ProfileError(f"{p}: cyclic 'base' chain ({' -> '.join(map(str, (*_seen, p)))})")
     data = _read(p)
-    merged: dict[str, Any] = {"hardware": {}, "params": {}, "complete": True, "files": []}
+    merged: dict[str, Any] = {"hardware": {}, "params": {}, "complete": True, "files": [], "origin": {}}
     if data.get("base"):
         merged = load_scale_profile(p.parent / str(data["base"]), (*_seen, p))
     for key in ("hardware", "params"):
@@ -120,6 +133,7 @@ def load_scale_profile(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[s
         if not isinstance(block, dict):
             raise ProfileError(f"{p}: '{key}' must be a mapping")
         merged[key] = _merge(merged[key], block)
+    merged["origin"] = {**merged["origin"], **dict.fromkeys(_leaves(data.get("params") or {}), str(p))}
     merged["complete"] = bool(data.get("complete", True))
     merged["files"] = [*merged["files"], str(p)]
     return merged
@@ -169,13 +183,91 @@ def check_tensor_parallel(params: dict[str, Any], hardware: dict[str, Any], wher
                            f"hardware.n_gpus_per_node={n} (set it in the profile's params)")
 
 
+#: params.yaml's own value of every key a shipped profile sets (the tiny CPU model's values the profiles replace): a
+#: mapping ``dotted key: value``, kept equal to params.yaml by tests/config/test_profile_conflicts.py (regenerate with
+#: ``python -m rlvr.config.profiles``). :func:`profile_conflicts` accepts these values beside the profile's own.
+EMBEDDED_DEFAULTS_FILE = Path(__file__).with_name("embedded_defaults.yaml")
+
+_ABSENT = object()
+
+
+def embedded_defaults(path: str | Path = EMBEDDED_DEFAULTS_FILE) -> dict[str, Any]:
+    """The record of params.yaml's embedded defaults (:data:`EMBEDDED_DEFAULTS_FILE`): ``{dotted key: value}``.
+    Raises :class:`ProfileError` naming the file when it is missing or not a mapping."""
+    p = Path(path)
+    if not p.is_file():
+        raise ProfileError(f"{p}: the record of params.yaml's embedded defaults is missing")
+    data = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ProfileError(f"{p}: must be a mapping of dotted params keys to values")
+    return data
+
+
+def _get(d: dict[str, Any], dotted: str) -> Any:
+    cur: Any = d
+    for part in dotted.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return _ABSENT
+        cur = cur[part]
+    return cur
+
+
+def _same(a: Any, b: Any) -> bool:
+    """``a == b``, a number written as a string equal to a number counting as equal: ``dvc exp run -S x=2e-6`` writes
+    ``2e-06``, which YAML 1.1 (PyYAML) reads as a string and pydantic then as the float."""
+    if a == b:
+        return True
+    try:
+        return isinstance(a, str) != isinstance(b, str) and float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
+def profile_conflicts(params: dict[str, Any], prof: dict[str, Any],
+                      defaults: dict[str, Any] | None = None) -> list[str]:
+    """One clause per key that the profile ``prof`` (:func:`load_scale_profile`) sets and ``params`` (params.yaml as
+    written) holds with a value that is neither the profile's nor params.yaml's
+    embedded default for it (``defaults``, default :func:`embedded_defaults`): such a value, from ``dvc exp run -S``
+    or an edit, would be recorded by DVC and ignored by the run. Each clause names the key, both values and both
+    files, e.g. ``grpo.learning_rate=2e-06 but profiles/q.yaml sets grpo.learning_rate=1e-06`` (the caller names
+    params.yaml). A key
+    params.yaml does not hold is never a conflict."""
+    defaults = embedded_defaults() if defaults is None else defaults
+    out = []
+    for key, value in sorted(_leaves(prof["params"]).items()):
+        mine = _get(params, key)
+        if mine is _ABSENT or _same(mine, value) or (key in defaults and _same(mine, defaults[key])):
+            continue
+        where = prof.get("origin", {}).get(key, "the profile")
+        out.append(f"{key}={mine!r} but {where} sets {key}={value!r}")
+    return out
+
+
+def effective_params(params: dict[str, Any], params_path: str | Path = "params.yaml",
+                     sections: Iterable[str] | None = None) -> dict[str, Any]:
+    """What a stage records in its provenance (``protocol.effective_params``): ``{"profile": the selected profile
+    path or None, "from_profile": {dotted key: effective value}}`` for every key the profile set (the values that DVC
+    does not record: it records params.yaml's), restricted to the top-level ``sections`` given (all when ``None``).
+    ``params``: ``params_path`` as written (:func:`rlvr.config.load_params` with ``raw=True``); the profile path is
+    relative to its folder. Raises :class:`ProfileError` when the profile cannot be read."""
+    sel = params.get("profile")
+    if not sel:
+        return {"profile": None, "from_profile": {}}
+    leaves = _leaves(load_scale_profile(Path(params_path).parent / str(sel))["params"])
+    keep = None if sections is None else set(sections)
+    return {"profile": str(sel), "from_profile": {k: v for k, v in sorted(leaves.items())
+                                                  if keep is None or k.split(".", 1)[0] in keep}}
+
+
 def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml") -> dict[str, Any]:
     """``params`` with the selected profile's ``params`` merged over it (unchanged when ``profile`` is unset).
 
     ``profile`` is a path relative to the params file's folder. The result's ``verl.profile`` is set to the profile
     (so the verl engine reads its ``hardware`` block).
 
-    Raises :class:`ProfileError`: the profile is missing/invalid, sets one of :data:`DATA_SECTIONS`, is
+    Raises :class:`ProfileError`: the profile is missing/invalid, sets one of :data:`DATA_SECTIONS`, a key it sets
+    has a params.yaml value other than the profile's or params.yaml's embedded default (:func:`profile_conflicts`:
+    the value would be recorded by DVC and not used), is
     ``complete`` and a :data:`SCALE_KEYS` entry is unset (the message lists them), or a vLLM engine's
     ``tensor_parallel_size`` (any params key of that name, after the merge) exceeds the profile's
     ``hardware.n_gpus_per_node`` (a vLLM engine's tensor parallelism stays within one node; without this check a
@@ -194,6 +286,11 @@ def apply_profile(params: dict[str, Any], params_path: str | Path = "params.yaml
         if missing:
             raise ProfileError(f"{path}: a complete scale profile must set {', '.join(missing)} "
                                "(or declare 'complete: false')")
+    conflicts = profile_conflicts(params, prof)
+    if conflicts:
+        raise ProfileError(f"{'; '.join(conflicts)}: a params.yaml (or dvc exp run -S) value for a key the selected "
+                           f"profile sets would be ignored; set it in the profile (dvc exp run -S "
+                           f"{sel}:params.<key>=<value>) or put back params.yaml's value")
     out = _merge(params, prof["params"])
     check_tensor_parallel(out, prof["hardware"], path)
     if prof["hardware"]:
@@ -227,3 +324,18 @@ def require_scale_profile(params: dict[str, Any], where: str | Path = "params.ya
                       "params.yaml's tiny-CPU-model values (sft.learning_rate, sft.epochs, grpo.learning_rate, "
                       "train.max_completion_length, train.train_sets, ...); select one, e.g. "
                       "`dvc exp run -S profile=profiles/qwen7b_4xh100.yaml` (a partial one: complete: false)")
+
+
+if __name__ == "__main__":  # regenerate EMBEDDED_DEFAULTS_FILE from params.yaml and the shipped profiles
+    import sys
+
+    root = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    tiny = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    keys = {k for f in sorted((root / "profiles").rglob("*.yaml")) for k in _leaves(load_scale_profile(f)["params"])}
+    record = {k: v for k in sorted(keys) if (v := _get(tiny, k)) is not _ABSENT}
+    head = ("# params.yaml's value of every key a shipped profile (profiles/**.yaml) sets: the embedded (tiny CPU\n"
+            "# model) defaults the profiles replace. Generated by `python -m rlvr.config.profiles`;\n"
+            "# rlvr.config.profiles.profile_conflicts accepts these values beside the profile's own.\n"
+            "# Regenerate after changing one of them.\n")
+    EMBEDDED_DEFAULTS_FILE.write_text(head + yaml.safe_dump(record, sort_keys=True, allow_unicode=True, width=120),
+                                      encoding="utf-8")

@@ -58,9 +58,13 @@ class JudgeParams(Section):
     ``max_sandbox_error_share``: largest fraction (0–1) of a stage's verdicts that may be ``sandbox_error`` before
     the stage fails without writing metrics (a sandbox error is the infrastructure's failure; scoring it as a wrong
     answer would report a broken judge as a bad model). ``preflight``: judge one trivial program at start and stop
-    when it is not accepted."""
+    when it is not accepted. ``sandbox_error_window_steps``: a training stage (GRPO, repair; both engines) stops with
+    one line when the ``sandbox_error`` share of the samples sent to the judge is above ``max_sandbox_error_share`` in
+    each of this many training steps in a row (a judge failing part of the time: :mod:`rlvr.reward.share_window`);
+    0 = only the dead-judge guard (:mod:`rlvr.reward.step_guard`) and the stage's own ceiling."""
 
     max_sandbox_error_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    sandbox_error_window_steps: int = Field(default=5, ge=0)
     preflight: bool = True
 
 
@@ -120,11 +124,14 @@ class GuardedJudge:
 
     Counts the results of :meth:`judge`, :meth:`judge_many` and :meth:`run_code` (thread-safe). ``max_share``: the
     ceiling that :meth:`check_sandbox_errors` enforces (fraction 0–1); ``where``: the judge's location for
-    messages."""
+    messages; ``window_steps``: ``judge.sandbox_error_window_steps``, read by the training reward that judges through
+    this judge (:class:`rlvr.reward.trl.CodeReward`: the same ceiling per training step over that many steps)."""
 
-    def __init__(self, judge: Any, max_share: float = 0.05, where: str | None = None) -> None:
+    def __init__(self, judge: Any, max_share: float = 0.05, where: str | None = None,
+                 window_steps: int = 0) -> None:
         self._inner = judge
         self.max_share = max_share
+        self.window_steps = window_steps
         self.where = where or judge_location()
         self.counts: Counter[str] = Counter()
         self._count_lock = threading.Lock()
@@ -267,7 +274,7 @@ def open_judge(params_path: str | Path = "params.yaml",
     if factory is None:
         from rlvr.judge.client import get_judge as factory
     judge = factory()
-    guarded = GuardedJudge(judge, cfg.max_sandbox_error_share)
+    guarded = GuardedJudge(judge, cfg.max_sandbox_error_share, window_steps=cfg.sandbox_error_window_steps)
     try:
         if cfg.preflight:
             preflight(judge, guarded.where)

@@ -69,7 +69,12 @@ from rlvr.repair.verl_config import (
     write_agent_loop_config,
     write_repair_parquet,
 )
-from rlvr.reward.verl import FINAL_ANSWER_KEY, TOOL_PARSE_FAILURES_KEY, TOOL_REWARDS_KEY
+from rlvr.reward.verl import (
+    FINAL_ANSWER_KEY,
+    TOOL_PARSE_FAILURES_KEY,
+    TOOL_REWARDS_KEY,
+    TOOL_SANDBOX_ERRORS_KEY,
+)
 
 __all__ = ["AGENT_NAME", "FEEDBACK_TURNS_KEY", "FINAL_ANSWER_KEY", "TOOL_REWARDS_KEY", "VISIBLE_KEY",
            "FinalAnswerAgentLoop", "PythonTool", "RunTestsTool", "accepted_feedback", "agent_loop_config",
@@ -128,6 +133,10 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
     (``skip_special_tokens=True``) and cut where the episode's response is cut (``rollout.response_length`` tokens).
 
     A row without ``VISIBLE_KEY`` runs verl's plain tool loop; then ``FINAL_ANSWER_KEY`` is the last turn's text and
+    ``extra_fields[TOOL_SANDBOX_ERRORS_KEY]`` counts the feedback judgings (protocol rows: an answer whose visible-test
+    verdict was ``sandbox_error``) and tool calls (plain tool loop, :meth:`_call_tool`) that failed for the
+    infrastructure's reasons; :mod:`rlvr.train.verl.logs` sums it per step (``tool_sandbox_errors``).
+
     ``extra_fields[TOOL_PARSE_FAILURES_KEY]`` counts the turns' tool-call openings
     (``tool_parser.tool_call_start_token``) that verl's parser did not turn into a call (verl drops those silently).
 
@@ -143,6 +152,20 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
     explicit ``max_tokens`` it honours (clamped to the model's context); so each turn here asks for
     ``min(turn_tokens, response_length - tokens of the response so far)`` (:meth:`turn_max_tokens`). ``None``:
     verl's default. Raises ``ValueError`` for ``turn_tokens`` < 1 or an unknown ``env`` key."""
+
+    async def _call_tool(self, tool_call: Any, tools_kwargs: dict[str, Any], agent_data: AgentData) -> Any:
+        """verl's ``_call_tool``, counting in ``extra_fields[TOOL_SANDBOX_ERRORS_KEY]`` the calls that failed for the
+        infrastructure's reasons: the judge answered ``sandbox_error`` (the tool's metrics ``verdict``), or the tool
+        raised (verl then answers "Error executing tool …" with empty metrics). A call verl refused before running
+        it (unknown tool name, arguments not JSON: the policy's error) is not counted."""
+        out = await super()._call_tool(tool_call, tools_kwargs, agent_data)
+        response, _, metrics = out
+        text = str(getattr(response, "text", "") or "")
+        failed = (isinstance(metrics, dict) and metrics.get("verdict") == "sandbox_error") or (
+            not metrics and text.startswith("Error executing tool"))
+        agent_data.extra_fields[TOOL_SANDBOX_ERRORS_KEY] = (
+            int(agent_data.extra_fields.get(TOOL_SANDBOX_ERRORS_KEY, 0)) + int(failed))
+        return out
 
     def __init__(self, *args: Any, turn_tokens: int | None = None, env: dict[str, Any] | None = None,
                  judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0,
@@ -192,6 +215,7 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
             sampling_params = {**{k: v for k, v in sampling_params.items() if k != "max_new_tokens"},
                                "max_tokens": cap}
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
+        agent_data.extra_fields.setdefault(TOOL_SANDBOX_ERRORS_KEY, 0)
         ids = list(agent_data.response_ids)
         over = len(agent_data.response_mask) - self.response_length  # tokens of this turn past the response cap
         cut = ids[: max(0, len(ids) - over)] if over > 0 else ids
@@ -209,6 +233,9 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
         assert ep is not None
         agent_data.tool_calls = []  # no verl tool under the protocol
         reply = await asyncio.to_thread(ep.step, text)
+        failed = reply.visible is not None and reply.visible.verdict == "sandbox_error"
+        agent_data.extra_fields[TOOL_SANDBOX_ERRORS_KEY] = (
+            int(agent_data.extra_fields.get(TOOL_SANDBOX_ERRORS_KEY, 0)) + int(failed))
         final = ep.final
         agent_data.extra_fields[FINAL_ANSWER_KEY] = fenced(final) if final is not None else text
         agent_data.extra_fields[TOOL_PARSE_FAILURES_KEY] = 0

@@ -9,6 +9,8 @@
 * :mod:`rlvr.reward.trl`     – ``make_reward_funcs`` for ``trl.GRPOTrainer``.
 * :mod:`rlvr.reward.step_guard` – stop training after 2 consecutive steps whose judged samples were all
   ``sandbox_error`` (a dead judge), in both engines.
+* :mod:`rlvr.reward.share_window` – stop training once the ``sandbox_error`` share stays above
+  ``judge.max_sandbox_error_share`` for ``judge.sandbox_error_window_steps`` steps (a judge failing part of the time).
 
 Importing any of them starts no sandbox and touches no network; the judge is created at the first reward call.
 """

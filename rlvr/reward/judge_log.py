@@ -12,7 +12,8 @@ processes do not interleave; one file per process: ``<host>-<pid>.jsonl``)::
     {"t": <unix seconds when the judge returned>, "judge_s": <judge wall seconds of the sample>,
      "split": <extra_info["split"] or null>, "id": <problem id or null>, "status": <verdict>,
      "pass_ratio": <passed / tests>, "has_code": <whether a program was found in the response>,
-     "tool_parse_failures": <the episode's tool calls that failed to parse>}
+     "tool_parse_failures": <the episode's tool calls that failed to parse>,
+     "tool_sandbox_errors": <the episode's tool calls that failed for the infrastructure's reasons>}
 
 Step assignment (:func:`judge_seconds_per_step`): verl writes ``<rollout_data_dir>/<step>.jsonl`` once the step's
 rollouts (and so their rewards) are complete, and the next step's rollout starts only after the actor update, so a
@@ -58,6 +59,7 @@ def append_record(log_dir: str | Path, extra_info: Any, result: Mapping[str, Any
         "pass_ratio": float(result.get("pass_ratio") or 0.0),
         "has_code": bool(result.get("has_code")),
         "tool_parse_failures": int(result.get("tool_parse_failures") or 0),
+        "tool_sandbox_errors": int(result.get("tool_sandbox_errors") or 0),
     }
     line = (json.dumps(rec) + "\n").encode()
     path = Path(log_dir) / f"{socket.gethostname()}-{os.getpid()}.jsonl"
@@ -120,8 +122,9 @@ def judge_seconds_per_step(
         ``{step: {"judge_s": summed judge seconds, "judge_wall_s": wall seconds during which at least one of the
         step's samples was being judged (the union of the intervals ``[t - judge_s, t]``, so concurrent calls count
         once: divided by the step's wall seconds it is the judge's wall-time share), "judged": samples,
-        "tool_parse_failures": summed}}`` for steps with at least one record; records after the last dump (a step
-        that never finished) are dropped.
+        "tool_parse_failures": summed, "sent": samples that reached the judge (``has_code``; a record without the
+        key counts), "sandbox_errors": the ``sandbox_error`` ones among those, "tool_sandbox_errors": summed}}`` for
+        steps with at least one record; records after the last dump (a step that never finished) are dropped.
     """
     steps = sorted(dump_times)
     ends = [dump_times[s] for s in steps]
@@ -134,10 +137,15 @@ def judge_seconds_per_step(
         i = bisect_left(ends, t)
         if i == len(steps):
             continue
-        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judge_wall_s": 0.0, "judged": 0, "tool_parse_failures": 0})
+        agg = out.setdefault(steps[i], {"judge_s": 0.0, "judge_wall_s": 0.0, "judged": 0, "tool_parse_failures": 0,
+                                        "sent": 0, "sandbox_errors": 0, "tool_sandbox_errors": 0})
         agg["judge_s"] += float(r["judge_s"])
         agg["judged"] += 1
         agg["tool_parse_failures"] += int(r.get("tool_parse_failures") or 0)
+        agg["tool_sandbox_errors"] += int(r.get("tool_sandbox_errors") or 0)
+        if r.get("has_code", True) is not False:
+            agg["sent"] += 1
+            agg["sandbox_errors"] += r.get("status") == "sandbox_error"
         spans.setdefault(steps[i], []).append((t - max(float(r["judge_s"]), 0.0), t))
     for step, iv in spans.items():
         out[step]["judge_wall_s"] = union_seconds(iv)

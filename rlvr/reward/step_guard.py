@@ -62,6 +62,8 @@ import threading
 from collections.abc import Iterable, MutableMapping
 from typing import Any
 
+from rlvr.reward.share_window import ShareWindow
+
 __all__ = ["DEAD_STEPS", "KV_NAMESPACE", "LOCAL_HINT", "ONCE_KEY", "PUBLISH_INTERVAL_S", "VERL_HINT", "JudgeDied",
            "StepGuard", "expect_once", "flush", "job_totals", "record", "step_counts"]
 
@@ -289,10 +291,13 @@ class StepGuard:
     ``engine``: the trainer's name in the message (``"verl GRPO"``, ``"TRL GRPO"``); ``hint``: what it says to check
     (:data:`VERL_HINT`, :data:`LOCAL_HINT`); ``totals``: the totals source of :meth:`check` (default
     :func:`job_totals`; tests pass their own); ``where``: the judge's location in the message (default
-    :func:`rlvr.judge.preflight.judge_location`: ``RLVR_SANDBOX_URL`` or ``embedded``)."""
+    :func:`rlvr.judge.preflight.judge_location`: ``RLVR_SANDBOX_URL`` or ``embedded``); ``share``: the partial
+    failure bound (:class:`rlvr.reward.share_window.ShareWindow`, default off): :meth:`observe` also raises
+    :class:`JudgeDied` when the ``sandbox_error`` share stayed above its ``max_share`` for its ``window`` steps."""
 
     def __init__(self, engine: str = "verl GRPO", totals: Any = job_totals, hint: str = VERL_HINT,
-                 where: str | None = None) -> None:
+                 where: str | None = None, share: ShareWindow | None = None) -> None:
+        self.share = share if share is not None else ShareWindow()
         self.engine = engine
         self.hint = hint
         self.where = where
@@ -309,6 +314,7 @@ class StepGuard:
         if step is not None and self._cur is not None and step == self.step:
             return False
         if self._cur is not None:
+            self.share.finish(self.step, self._cur["judged"], self._cur["sandbox_error"])  # type: ignore[arg-type]
             verdict = self._verdict()
             if verdict is not None and verdict[0]:
                 self._dead.append((self.step, verdict[1]))  # type: ignore[arg-type]
@@ -332,7 +338,9 @@ class StepGuard:
                 failed_batch: bool = False) -> None:
         """Add a window of ``judged`` samples sent to the judge, ``sandbox_errors`` of them ``sandbox_error``, to
         training step ``step`` (see the class doc), then raise :class:`JudgeDied` when this step is the
-        :data:`DEAD_STEPS`-th dead one in a row. ``failed_batch``: the ``judged`` samples are a batch known from its
+        :data:`DEAD_STEPS`-th dead one in a row, or when its share (so far) and the steps before it keep the
+        ``sandbox_error`` share above the bound of :attr:`share` (:class:`rlvr.reward.share_window.ShareWindow`).
+        ``failed_batch``: the ``judged`` samples are a batch known from its
         rewards to be all ``sandbox_error`` (verl's all-NaN batch); it makes the step dead whatever its counts
         window says."""
         self._at(step)
@@ -346,6 +354,10 @@ class StepGuard:
         if verdict is not None and verdict[0] and len(self._dead) + 1 >= DEAD_STEPS:
             raise JudgeDied(self._message([*self._dead[len(self._dead) + 1 - DEAD_STEPS:],
                                            (self.step, verdict[1])]))  # type: ignore[list-item]
+        partial = self.share.verdict(self.step, self._cur["judged"], self._cur["sandbox_error"],  # type: ignore[arg-type]
+                                     self.engine)
+        if partial is not None:
+            raise JudgeDied(f"{partial} Check {self.hint}")
 
     def check(self, step: int | None = None) -> tuple[int, int] | None:
         """Take the samples judged since the previous window (:func:`job_totals` now minus at the previous window) as

@@ -41,6 +41,7 @@ from rlvr.reward.extract import clean_completion
 from rlvr.reward.modes import REWARD_MODES, RewardConfig, RewardMode, RewardOutcome, RewardShaping
 from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.scoring import JudgeLike, ScoringOptions
+from rlvr.reward.share_window import ShareWindow
 from rlvr.reward.step_guard import LOCAL_HINT, StepGuard, step_counts
 
 __all__ = ["AsyncCodeReward", "CodeReward", "completion_text", "group_extremes", "make_reward_funcs"]
@@ -76,14 +77,19 @@ class CodeReward:
         judge: object with ``judge_many``; ``None`` = the process-wide sandbox judge (lazy).
         options: concurrency / per-request timeout / retries.
     The instance's ``__name__`` (``code_<mode>``) is the name TRL logs the reward under (``rewards/code_dense/mean``);
-    ``guard`` is its per-step dead-judge guard (module doc), one per reward function and run.
+    ``guard`` is its per-step dead-judge guard (module doc), one per reward function and run; when ``judge`` is a
+    stage's :class:`rlvr.judge.preflight.GuardedJudge` the guard also bounds partial failure with its
+    ``max_share`` over ``window_steps`` steps (``judge.max_sandbox_error_share``,
+    ``judge.sandbox_error_window_steps``: :class:`rlvr.reward.share_window.ShareWindow`).
     """
 
     def __init__(
         self, config: RewardConfig, judge: JudgeLike | None = None, options: ScoringOptions | None = None
     ) -> None:
         self.scorer = RewardScorer(config, judge, options)
-        self.guard = StepGuard("TRL GRPO", totals=None, hint=LOCAL_HINT)
+        share = ShareWindow(getattr(judge, "max_share", 1.0), getattr(judge, "window_steps", 0)) \
+            if isinstance(getattr(judge, "window_steps", None), int) else None
+        self.guard = StepGuard("TRL GRPO", totals=None, hint=LOCAL_HINT, share=share)
         self.__name__ = f"code_{config.mode}"
 
     def _items(
@@ -128,6 +134,9 @@ class CodeReward:
             log_metric("reward/pass_ratio", sum(o.pass_ratio for o in outcomes) / n)
             log_metric("reward/no_code", sum(not o.has_code for o in outcomes) / n)
             log_metric("reward/sandbox_error", counts.get("sandbox_error", 0) / n)
+            judged, errors = step_counts(outcomes)
+            if judged:  # the share of the samples sent to the judge: the curves' sandbox_error_share
+                log_metric("reward/sandbox_error_share", errors / judged)
             log_metric("reward/timeout", sum(o.timed_out for o in outcomes) / n)
             log_metric("reward/judge_s", sum(o.judge_s for o in outcomes) / n)
             if groups:

@@ -67,6 +67,7 @@ __all__ = [
     "REWARD_MANAGER_MODULE",
     "TOOL_PARSE_FAILURES_KEY",
     "TOOL_REWARDS_KEY",
+    "TOOL_SANDBOX_ERRORS_KEY",
     "compute_score",
     "compute_score_async",
     "default_config",
@@ -128,6 +129,10 @@ REWARD_MANAGERS: dict[str, str] = {"naive": "RLVRNaiveRewardManager", "rate_limi
 loaded with ``reward.reward_manager.source=importlib`` from :data:`REWARD_MANAGER_MODULE`."""
 
 TOOL_PARSE_FAILURES_KEY = "tool_parse_failures"
+#: ``extra_info`` key (an agent loop's ``extra_fields``): the episode's tool calls that failed for the infrastructure's
+#: reasons (the judge answered ``sandbox_error``, or the tool raised), counted by
+#: :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop` and reported back per sample like ``tool_parse_failures``.
+TOOL_SANDBOX_ERRORS_KEY = "tool_sandbox_errors"
 """``extra_info`` key of the episode's tool calls that failed to parse (set by
 :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`)."""
 
@@ -224,7 +229,8 @@ def compute_score(
 
     Returns:
         ``{"score": float, "acc": bool, "pass_ratio": float, "status": verdict, "n_tests": int, "judge_s": float,
-        "has_code": bool, "timed_out": bool, "valid": bool, "tool_reward": float, "tool_parse_failures": int}``;
+        "has_code": bool, "timed_out": bool, "valid": bool, "tool_reward": float, "tool_parse_failures": int,
+        "tool_sandbox_errors": int}``;
         a sandbox error gives ``valid`` False and ``score`` 0.0 (NaN with ``mask_excluded`` under ``exclude``).
 
     Raises:
@@ -242,7 +248,8 @@ def compute_score(
 
 def _verl_result(outcome: RewardOutcome, extra_info: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """The dict verl gets: :meth:`RewardOutcome.verl_dict` plus the episode's tool step rewards (added to a scored
-    sample), ``tool_reward``/``tool_parse_failures`` keys, and NaN for an excluded sample under ``mask_excluded``."""
+    sample), ``tool_reward``/``tool_parse_failures``/``tool_sandbox_errors`` keys, and NaN for an excluded sample
+    under ``mask_excluded``."""
     out = outcome.verl_dict()
     info = extra_info if isinstance(extra_info, dict) else {}
     raw = info.get(TOOL_REWARDS_KEY)
@@ -250,8 +257,10 @@ def _verl_result(outcome: RewardOutcome, extra_info: Any, kwargs: dict[str, Any]
                                                   else []))
                if v is not None)
     fails = _number(info.get(TOOL_PARSE_FAILURES_KEY))
+    tool_errors = _number(info.get(TOOL_SANDBOX_ERRORS_KEY))
     out["tool_reward"] = float(tool)
     out[TOOL_PARSE_FAILURES_KEY] = int(fails) if fails is not None and fails > 0 else 0
+    out[TOOL_SANDBOX_ERRORS_KEY] = int(tool_errors) if tool_errors is not None and tool_errors > 0 else 0
     if outcome.score is None:  # sandbox_error under `exclude`: no reward at all
         if kwargs.get("mask_excluded"):
             out["score"] = math.nan

@@ -66,7 +66,7 @@ def unscored_extra_info(mask_excluded: bool) -> dict[str, Any]:
     exception): every key :func:`rlvr.reward.verl.compute_score` returns, as a ``sandbox_error``."""
     return {"score": math.nan if mask_excluded else 0.0, "acc": False, "pass_ratio": 0.0, "status": "sandbox_error",
             "n_tests": 0, "judge_s": 0.0, "has_code": True, "timed_out": False, "valid": False, "tool_reward": 0.0,
-            "tool_parse_failures": 0}
+            "tool_parse_failures": 0, "tool_sandbox_errors": 0}
 
 
 class RLVRRateLimitedRewardManager(RateLimitedRewardManager):

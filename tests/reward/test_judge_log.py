@@ -72,8 +72,20 @@ def test_records_are_assigned_to_the_step_whose_dump_follows_them():
              (25.0, 4.0, "train"),                            # step 2 (dump at 30)
              (31.0, 8.0, "train")]]                           # after the last dump: unfinished step, dropped
     got = judge_log.judge_seconds_per_step(recs, {1: 20.0, 2: 30.0}, exclude_splits={"test"})
-    assert got == {1: {"judge_s": 3.5, "judge_wall_s": 3.5, "judged": 3, "tool_parse_failures": 0},
-                   2: {"judge_s": 4.0, "judge_wall_s": 4.0, "judged": 1, "tool_parse_failures": 0}}
+    zero = {"tool_parse_failures": 0, "sent": 0, "sandbox_errors": 0, "tool_sandbox_errors": 0}
+    assert got == {1: {"judge_s": 3.5, "judge_wall_s": 3.5, "judged": 3, **zero, "sent": 3},
+                   2: {"judge_s": 4.0, "judge_wall_s": 4.0, "judged": 1, **zero, "sent": 1}}
+
+
+def test_each_step_counts_its_sandbox_errors_and_tool_failures():
+    """Issue 42 item 5: per step, the samples sent to the judge (has_code), the sandbox_error ones among them and the
+    episodes' tool calls that failed for the infrastructure's reasons; a sample without code is not sent."""
+    recs = [{"t": 1.0, "judge_s": 0.1, "status": "sandbox_error", "has_code": True, "tool_sandbox_errors": 2},
+            {"t": 2.0, "judge_s": 0.1, "status": "accepted", "has_code": True, "tool_sandbox_errors": 0},
+            {"t": 3.0, "judge_s": 0.0, "status": "no_code", "has_code": False},
+            {"t": 4.0, "judge_s": 0.1, "status": "sandbox_error", "has_code": True, "tool_sandbox_errors": 1}]
+    got = judge_log.judge_seconds_per_step(recs, {7: 10.0})[7]
+    assert (got["judged"], got["sent"], got["sandbox_errors"], got["tool_sandbox_errors"]) == (4, 3, 2, 3)
 
 
 def test_judge_wall_seconds_count_concurrent_calls_once():

@@ -17,7 +17,7 @@ from rlvr.reward import verl as rverl
 from rlvr.reward.scorer import set_default_judge
 
 KEYS = {"score", "acc", "pass_ratio", "status", "n_tests", "judge_s", "has_code", "timed_out", "valid", "tool_reward",
-        "tool_parse_failures"}
+        "tool_parse_failures", "tool_sandbox_errors"}
 GT = ground_truth(STDIO_SUM)
 
 

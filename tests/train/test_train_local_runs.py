@@ -155,6 +155,10 @@ def test_grpo_trains_with_judge_reward_and_writes_curves(base, tmp_path):
                     "completion_length", "judge_step_s"):
             assert r[col] != "", col
         assert 0.0 <= float(r["pass_ratio"]) <= 1.0 and float(r["judge_step_s"]) >= 0.0
+        # issue 42: the share of the completions sent to the judge that came back sandbox_error (empty in a step
+        # where none had code: the tiny policy's); a healthy judge gives 0
+        assert r["sandbox_error_share"] in ("", "0")
+    assert "sandbox_error_share" in header and m["sandbox_error_share_max"] in (None, 0.0)
 
 
 def test_dpo_on_several_processes_trains_through_the_worker(base, tmp_path):

@@ -190,12 +190,18 @@ def fit(trainer_cls: Any, policy: str | Path, args: Any, train_dataset: Any, cur
 
 
 def reward_quarters(curves: TsvCurves, column: str = "reward_mean") -> dict[str, float | None]:
-    """``{"reward_first", "reward_last"}``: the mean of ``column`` over the first and the last quarter of the logged
-    rows (at least one row each; ``None`` when nothing was logged). Empty and ``nan`` cells are skipped."""
-    rewards = [float(r[column]) for r in curves.rows if str(r.get(column, "")) not in ("", "nan")]
+    """``{"reward_first", "reward_last", "sandbox_error_share_max"}``: the mean of ``column`` over the first and the
+    last quarter of the logged rows (at least one row each; ``None`` when nothing was logged), and the largest logged
+    ``sandbox_error_share`` (the share of the samples sent to the judge that came back ``sandbox_error``, per logged
+    step: 0 on a healthy judge; ``None`` when never logged). Empty and ``nan`` cells are skipped."""
+    def values(col: str) -> list[float]:
+        return [float(r[col]) for r in curves.rows if str(r.get(col, "")) not in ("", "nan")]
+
+    rewards, shares = values(column), values("sandbox_error_share")
     q = max(1, len(rewards) // 4)
     return {"reward_first": sum(rewards[:q]) / q if rewards else None,
-            "reward_last": sum(rewards[-q:]) / q if rewards else None}
+            "reward_last": sum(rewards[-q:]) / q if rewards else None,
+            "sandbox_error_share_max": max(shares) if shares else None}
 
 
 def train_and_publish(

@@ -58,6 +58,7 @@ GRPO_CURVES = {
     "completion_length": "completions/mean_length",
     "clipped_completions": "completions/clipped_ratio",
     "clip_ratio": "clip_ratio/region_mean",
+    "sandbox_error_share": "reward/sandbox_error_share",
     "judge_step_s": "judge/step_s",
     "loss": "loss",
     "learning_rate": "learning_rate",

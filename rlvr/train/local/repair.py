@@ -142,8 +142,10 @@ def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: 
                             seed: int = 0, max_per_problem: int = 0) -> tuple[list[RepairContext], dict[str, Any]]:
     """Play ``samples`` sampled repair episodes per problem with :class:`rlvr.repair.env.RepairEnv` and return the
     distinct repair contexts (module doc, step 1) plus rollout statistics ``{episodes, first_turn_failures,
-    first_turn_visible_failures, recovered, contexts, problems_with_context}`` (hidden verdicts of the rollouts,
-    for the record only). Generation: one batched ``gen.generate`` call per round, seeded with ``seed + round``.
+    first_turn_visible_failures, recovered, contexts, problems_with_context, tool_sandbox_errors}`` (hidden verdicts
+    of the rollouts, for the record only; ``tool_sandbox_errors``: visible-test feedback judgings and ``python-run``
+    tool runs that came back ``sandbox_error``). Generation: one batched ``gen.generate`` call per round, seeded with
+    ``seed + round``.
     Hidden verdicts are only judged at the end of an episode (``judge_hidden_each_turn`` is turned off here)."""
     from rlvr.generate import SamplingParams
     from rlvr.repair.env import RepairEnv
@@ -181,6 +183,10 @@ def collect_repair_contexts(problems: Sequence[Problem], gen: Generator, judge: 
         "recovered": sum(len(e.turns) > 1 and e.accepted for e in envs),
         "contexts": len(contexts),
         "problems_with_context": len(per_problem),
+        # the local engine's tool calls: the visible-test feedback of every answer and, in interpreter mode, the
+        # python-run blocks; the ones the judge answered sandbox_error (infrastructure, not the policy: issue 42)
+        "tool_sandbox_errors": sum(t.get("visible_verdict") == "sandbox_error" for e in envs for t in e.turns)
+        + sum(c.get("verdict") == "sandbox_error" for e in envs for c in e.tool_calls),
     }
     return contexts, stats
 

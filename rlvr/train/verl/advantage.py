@@ -51,15 +51,17 @@ import numpy as np
 import torch
 from verl.trainer.ppo import core_algos
 
+from rlvr.reward.share_window import share_window_from_env
 from rlvr.reward.step_guard import StepGuard
 
 __all__ = ["ESTIMATOR", "STEP_GUARD", "compute_rlvr_grpo_advantage", "current_step"]
 
 ESTIMATOR = "rlvr_grpo"
 
-STEP_GUARD = StepGuard("verl GRPO")
+STEP_GUARD = StepGuard("verl GRPO", share=share_window_from_env())
 """This process's step guard (verl's ``TaskRunner`` computes every step's advantages in one process), keyed on
-:func:`current_step`."""
+:func:`current_step`; its partial-failure bound (``judge.max_sandbox_error_share`` over
+``judge.sandbox_error_window_steps`` steps) comes from the launcher (:data:`rlvr.reward.share_window.SHARE_ENV`)."""
 
 
 def current_step() -> int | None:

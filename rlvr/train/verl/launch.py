@@ -172,12 +172,22 @@ def ray_env(ray_address: str | None = None, n_gpus: int = 1) -> dict[str, str]:
     return env
 
 
-def worker_env(log_path: str | Path, profile: VerlProfile) -> dict[str, str]:
+def worker_env(log_path: str | Path, profile: VerlProfile, judge: Any = None) -> dict[str, str]:
     """What every Ray worker of a GRPO/repair run gets through ``runtime_env``: :func:`propagated_env`, verl's file
-    logger path (``VERL_FILE_LOGGER_PATH``, absolute: the logger lives in a Ray actor) and, on several GPUs,
-    :data:`NOSET_CUDA_VISIBLE_DEVICES`. On a local cluster the workers would inherit these from the driver; on an
-    existing one (``RAY_ADDRESS``) only ``runtime_env`` reaches them."""
-    env = {**propagated_env(), "VERL_FILE_LOGGER_PATH": str(Path(log_path).resolve())}
+    logger path (``VERL_FILE_LOGGER_PATH``, absolute: the logger lives in a Ray actor), the step guard's
+    partial-failure bound (:data:`rlvr.reward.share_window.SHARE_ENV`: ``judge.max_sandbox_error_share`` and
+    ``judge.sandbox_error_window_steps`` of ``judge``, a :class:`rlvr.judge.preflight.JudgeParams`; ``None`` = the
+    ``judge`` section of ``params.yaml`` in the working directory, the stages' default params file) and, on several
+    GPUs, :data:`NOSET_CUDA_VISIBLE_DEVICES`. On a local cluster the workers would inherit these from the driver; on
+    an existing one (``RAY_ADDRESS``) only ``runtime_env`` reaches them. Raises :class:`rlvr.config.ConfigError` for
+    an invalid ``judge`` section."""
+    from rlvr.judge.preflight import JudgeParams, load_judge_params
+    from rlvr.reward.share_window import share_env
+
+    if judge is None:
+        judge = load_judge_params("params.yaml") if Path("params.yaml").is_file() else JudgeParams()
+    env = {**propagated_env(), "VERL_FILE_LOGGER_PATH": str(Path(log_path).resolve()),
+           **share_env(judge.max_sandbox_error_share, judge.sandbox_error_window_steps)}
     if profile.n_gpus_per_node * profile.nnodes > 1:
         env[NOSET_CUDA_VISIBLE_DEVICES] = "1"
     return env
@@ -237,8 +247,10 @@ def run_grpo_verl(
     python: str = sys.executable,
     runner: Runner = run_teed,
     check: Callable[..., Any] | None = preflight,
+    judge: Any = None,
 ) -> dict[str, Any]:
-    """GRPO on verl end to end; returns the metrics dict for ``metrics/grpo*.json``.
+    """GRPO on verl end to end; returns the metrics dict for ``metrics/grpo*.json``. ``judge``: the stage's
+    :class:`rlvr.judge.preflight.JudgeParams` (the step guard's partial-failure bound, :func:`worker_env`).
 
     First ``check(env, ray_address)`` (default :func:`rlvr.train.verl.preflight.preflight`: the judge accepts a
     correct program here and, on an existing cluster, on every node; ``None`` skips it), so a stage whose workers
@@ -252,7 +264,9 @@ def run_grpo_verl(
     ``verl.model``).
 
     Metrics: ``engine``, ``reward_mode``, ``steps`` (last logged step), ``reward_first``/``reward_last`` (mean
-    ``reward_mean`` over the first/last quarter of steps), ``accepted_rate_first``/``_last``, ``checkpoint``, and
+    ``reward_mean`` over the first/last quarter of steps), ``accepted_rate_first``/``_last``, the partial judge
+    failure (:func:`rlvr.train.verl.logs.judge_failures`: ``sandbox_error_share_max``/``_mean``,
+    ``tool_sandbox_errors``), ``checkpoint``, and
     ``dev``: verl's validation of the trained policy on ``val_files``
     (:func:`rlvr.train.verl.validation.validation_scores`: ``accepted@1``, ``pass_ratio``, ``n``, ``step``,
     ``by_source``), the local engine's ``dev`` keys. verl validates every ``verl.test_freq`` steps and after the
@@ -276,7 +290,7 @@ def run_grpo_verl(
         grpo, verl, profile, train_files=Path(train_files).resolve(), val_files=Path(val_files).resolve(),
         model_path=model_path, reward_mode=reward_mode, ckpt_dir=ckpt_dir.resolve(),
         experiment_name=experiment_name, rollout_data_dir=rollouts.resolve(), reward_shaping=reward_shaping,
-        judge_log_dir=(run / "judge").resolve(), ray_env=worker_env(log_path, profile),
+        judge_log_dir=(run / "judge").resolve(), ray_env=worker_env(log_path, profile, judge),
     )
     cmd = grpo_command(python)
     write_overrides(run, cmd, overrides)
@@ -306,6 +320,7 @@ def run_grpo_verl(
         "checkpoint": portable_path(ckpt, run),
         **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
         **vlogs.summarise(rows, "accepted_rate"),
+        **vlogs.judge_failures(rows),
         **({"dev": dev} if dev is not None else {}),
     }
 

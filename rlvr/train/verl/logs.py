@@ -61,6 +61,13 @@ num_turns          ``num_turns/mean``: messages per episode (prompt + responses 
 tool_parse_failures  tool calls of the step's episodes that verl's parser could not read (judge log's
                    ``tool_parse_failures``, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`; empty without a
                    judge log)
+sandbox_error_share  judge log: the share of the step's training samples sent to the judge (``has_code``) whose
+                   verdict was ``sandbox_error`` (0 on a healthy judge; empty without a judge log). The run stops
+                   when it stays above ``judge.max_sandbox_error_share`` for ``judge.sandbox_error_window_steps``
+                   steps (:mod:`rlvr.reward.share_window`)
+tool_sandbox_errors  judge log: tool calls of the step's episodes (repair's ``run_tests``) that failed for the
+                   infrastructure's reasons: the judge answered ``sandbox_error`` or the tool raised
+                   (``tool_sandbox_errors``, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`)
 =================  ========================================================================================
 
 SFT columns (:data:`SFT_COLUMNS`): ``loss`` ← ``train/loss``, ``grad_norm`` ← ``train/grad_norm``,
@@ -85,6 +92,7 @@ __all__ = [
     "SFT_COLUMNS",
     "SFT_KEYS",
     "grpo_rows",
+    "judge_failures",
     "parquet_splits",
     "read_file_logs",
     "read_rollout_dumps",
@@ -134,6 +142,8 @@ GRPO_COLUMNS: tuple[str, ...] = (
     "judged",
     "num_turns",
     "tool_parse_failures",
+    "sandbox_error_share",
+    "tool_sandbox_errors",
     "step_s",
     "gen_s",
     "ref_s",
@@ -266,6 +276,9 @@ def grpo_rows(
         if logged:
             row["judged"] = int(logged["judged"])
             row["tool_parse_failures"] = int(logged.get("tool_parse_failures", 0))
+            row["tool_sandbox_errors"] = int(logged.get("tool_sandbox_errors", 0))
+            if logged.get("sent"):
+                row["sandbox_error_share"] = round(int(logged.get("sandbox_errors", 0)) / int(logged["sent"]), 6)
             if row["judge_s"] is None:
                 row["judge_s"] = round(float(logged["judge_s"]), 4)
             if logged.get("judge_wall_s") is not None:
@@ -308,6 +321,17 @@ def summarise(rows: Sequence[Mapping[str, Any]], column: str) -> dict[str, float
         return {f"{column}_first": None, f"{column}_last": None}
     q = max(1, len(xs) // 4)
     return {f"{column}_first": sum(xs[:q]) / q, f"{column}_last": sum(xs[-q:]) / q}
+
+
+def judge_failures(rows: Sequence[Mapping[str, Any]]) -> dict[str, float | int | None]:
+    """The stage metrics of partial judge failure over a run's :func:`grpo_rows`: ``sandbox_error_share_max`` (the
+    largest per-step ``sandbox_error_share``), ``sandbox_error_share_mean`` (mean over the steps that have it) and
+    ``tool_sandbox_errors`` (summed); ``None`` when no row has the column (no judge log)."""
+    shares = [float(r["sandbox_error_share"]) for r in rows if r.get("sandbox_error_share") is not None]
+    tools = [int(r["tool_sandbox_errors"]) for r in rows if r.get("tool_sandbox_errors") is not None]
+    return {"sandbox_error_share_max": max(shares) if shares else None,
+            "sandbox_error_share_mean": sum(shares) / len(shares) if shares else None,
+            "tool_sandbox_errors": sum(tools) if tools else None}
 
 
 def parquet_splits(path: str | Path) -> set[str]:
