@@ -23,9 +23,10 @@ mixed (x2)  3 x reference, 2 x mutant (a near miss of the reference the tests re
             1 x runtime error, 1 x infinite loop (``timeout``)
 ========== =====================================================================================================
 
-Repair kinds: ``first_pass`` (the reference as the first answer), ``fixed`` (``run_tests`` on a mutant, then the
-reference), ``not_fixed`` (``run_tests`` on a mutant, again on a syntax error, then the mutant as the answer),
-``wrong`` (the mutant as the first answer).
+Repair kinds, by the repair protocol (:mod:`rlvr.repair.protocol`: every reply is an attempt judged on the visible
+tests, feedback comes back as a user turn, the last program is graded, ``turn_penalty`` per feedback turn):
+``first_pass`` (the reference), ``fixed`` (a mutant, then the reference), ``no_code_then_fixed`` (text without code,
+then the reference), ``not_fixed`` (a mutant, a syntax error, the mutant again).
 
 Every scripted program starts with a comment ``# rehearsal id=<problem> n=<rollout> label=<label>`` (a comment: it
 changes no verdict), so a rollout in verl's dump names its sample. ``expected.json`` holds the score each sample gets
@@ -57,7 +58,7 @@ GRPO_LABELS = {
     "all_fail": ["syntax_error"] * 3 + ["runtime_error"] * 3 + ["no_program"] * 2,
     "mixed": ["reference"] * 3 + ["mutant"] * 2 + ["syntax_error", "runtime_error", "timeout"],
 }
-REPAIR_KINDS = ("first_pass", "fixed", "not_fixed", "wrong")
+REPAIR_KINDS = ("first_pass", "fixed", "no_code_then_fixed", "not_fixed")
 
 
 def mutants(code: str) -> Iterator[str]:
@@ -112,7 +113,7 @@ def _params(path: str) -> Any:
     return Params(Path(path))
 
 
-def _problems(params_path: str, kind: str, limit: int, min_tests: int) -> list[Any]:
+def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_dir: str | Path) -> list[Any]:
     """The first ``limit`` problems (by id) of the run's training sets with a reference and ``min_tests`` tests."""
     from rlvr.config import load_params
 
@@ -123,7 +124,7 @@ def _problems(params_path: str, kind: str, limit: int, min_tests: int) -> list[A
         sets = raw["repair"]["train"].get("train_sets") or raw["train"]["train_sets"]
     from rlvr.train.local.common import load_problem_sets
 
-    ps = [p for p in load_problem_sets(ROOT / "data/governance/problems", sets)
+    ps = [p for p in load_problem_sets(problems_dir, sets)
           if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) < 3000]
     ps.sort(key=lambda p: p.id)
     # spread over the sources (the list is sorted by id, so one source would fill it)
@@ -138,16 +139,25 @@ def _problems(params_path: str, kind: str, limit: int, min_tests: int) -> list[A
     return out
 
 
+_SCORES: dict[str, dict[str, Any]] = {}
+
+
 def _score(text: str, row: dict[str, Any], mode: str, shaping: Any, extra: dict[str, Any] | None = None) -> dict:
+    """:func:`rlvr.reward.verl.compute_score` of ``text`` on the row, memoised on the text less its rehearsal mark
+    (a comment: the same verdict) — every sample of a label would otherwise be judged again."""
     from rlvr.reward.verl import compute_score
 
     info = {**row["extra_info"], **(extra or {})}
-    return compute_score(row["data_source"], text, row["reward_model"]["ground_truth"], info, reward_mode=mode,
-                         reward_shaping=shaping)
+    key = json.dumps([MARK.sub("#", text), MARK.sub("#", json.dumps(info, sort_keys=True, default=str)),
+                      row["reward_model"]["ground_truth"], mode], sort_keys=True)
+    if key not in _SCORES:
+        _SCORES[key] = compute_score(row["data_source"], text, row["reward_model"]["ground_truth"], info,
+                                     reward_mode=mode, reward_shaping=shaping)
+    return _SCORES[key]
 
 
 def _mutant(p: Any, row: dict[str, Any], mode: str, shaping: Any) -> str | None:
-    for cand in [*p.incorrect_solutions[:2], *list(mutants(p.solutions[0]))[:12]]:
+    for cand in [*p.incorrect_solutions[:2], *list(mutants(p.solutions[0]))[:6]]:
         r = _score(_fence(cand), row, "sparse", shaping)
         if r["score"] < 1.0 and r.get("status") not in ("sandbox_error", "syntax_error"):
             return cand
@@ -166,7 +176,7 @@ def cmd_script(a: argparse.Namespace) -> None:
     raw = _params(a.params).raw()
     mode = load_reward_mode(a.params) if a.kind == "grpo" else "sparse"
     shaping = raw.get("reward_shaping")
-    problems = _problems(a.params, a.kind, a.limit, a.min_tests)
+    problems = _problems(a.params, a.kind, a.limit, a.min_tests, a.problems_dir)
     script: dict[str, Any] = {}
     expected: dict[str, Any] = {}
     if a.kind == "grpo":
@@ -199,25 +209,32 @@ def cmd_script(a: argparse.Namespace) -> None:
                 r = _score(text, row, mode, shaping)
                 rollouts.append({"label": label, "turns": [text]})
                 exp.append({"n": n, "label": label, "score": r["score"], "status": r.get("status")})
-        else:
-            from rlvr.repair.verl_tool import tool_call_text
+        else:  # the repair protocol (rlvr.repair.protocol): every reply an attempt, feedback as user turns
+            from rlvr.judge.client import get_judge
+            from rlvr.repair.env import split_tests
+            from rlvr.repair.protocol import Episode, fenced
 
             kind = REPAIR_KINDS[i % len(REPAIR_KINDS)]
-            fmt = cfg.env().tool_format
-            penalty = cfg.env().turn_penalty
+            env = cfg.env()
+            visible = split_tests(p, env.visible_tests)[0]
             for n in range(a.group):
                 wrong = mut if mut is not None else f"{ref}\n)\n"
                 mark = f"# rehearsal id={p.id} n={n} label={kind}"
-                call = lambda code: tool_call_text("run_tests", {"code": f"{mark}\n{code}"}, fmt)  # noqa: E731
-                turns = {"first_pass": [_fence(f"{mark}\n{ref}")],
-                         "fixed": [call(wrong), _fence(f"{mark}\n{ref}")],
-                         "not_fixed": [call(wrong), call(f"{ref}\n)\n"), _fence(f"{mark}\n{wrong}")],
-                         "wrong": [_fence(f"{mark}\n{wrong}")]}[kind]
-                calls = sum(t.startswith("<tool_call>") for t in turns)
-                r = _score(turns[-1], row, mode, shaping,
-                           {"final_answer": turns[-1], "tool_rewards": [-penalty] * calls})
-                rollouts.append({"label": kind, "turns": turns})
-                exp.append({"n": n, "label": kind, "score": r["score"], "status": r.get("status"), "calls": calls})
+                turns = {"first_pass": [f"{mark}\n{ref}"],
+                         "fixed": [f"{mark}\n{wrong}", f"{mark}\n{ref}"],
+                         "no_code_then_fixed": [None, f"{mark}\n{ref}"],
+                         "not_fixed": [f"{mark}\n{wrong}", f"{mark}\n{ref}\n)\n", f"{mark}\n{wrong}"]}[kind]
+                texts = [fenced(t) if t is not None else f"{mark}\nI cannot solve this one." for t in turns]
+                ep = Episode(visible, get_judge(), env)  # what the agent loop does with these replies, here
+                for t in texts:
+                    if ep.step(t).done:
+                        break
+                final = fenced(ep.final) if ep.final else ""
+                r = _score(final, row, mode, shaping,
+                           {"final_answer": final, "tool_rewards": [-env.turn_penalty] * ep.feedback_turns})
+                rollouts.append({"label": kind, "turns": texts})
+                exp.append({"n": n, "label": kind, "score": r["score"], "status": r.get("status"),
+                            "answers": ep.answers})
         script[p.id] = {"kind": kind, "rollouts": rollouts}
         expected[p.id] = {"kind": kind, "source": p.source, "tests": len(p.tests), "samples": exp}
         print(f"{p.id}: {kind}: {[e['score'] for e in exp]}", file=sys.stderr)
@@ -347,6 +364,7 @@ def main() -> None:
     s.add_argument("--out", required=True)
     s.add_argument("--limit", type=int, default=24, help="problems (GRPO: 3 steps of 8 prompts = 24)")
     s.add_argument("--min-tests", type=int, default=5)
+    s.add_argument("--problems-dir", default="data/governance/problems", help="the governed problems")
     s.add_argument("--group", type=int, default=8, help="repair: rollouts per problem")
     r = sub.add_parser("run")
     r.add_argument("--kind", choices=["grpo", "repair"], required=True)

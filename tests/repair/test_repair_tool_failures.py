@@ -24,19 +24,15 @@ class BrokenSandbox(FakeJudge):
                            message="bwrap: setting up uid map: Permission denied")
 
 
-class Raises(FakeJudge):
-    def judge(self, problem, solution):
-        raise ConnectionError("judge server unreachable")
-
-
-@pytest.mark.parametrize(("judge", "want"), [(FakeJudge(), 0), (BrokenSandbox(), 2), (Raises(), 2)])
-def test_tool_failures_are_counted_per_episode(tmp_path, monkeypatch, judge, want):
+@pytest.mark.parametrize(("judge", "want"), [(FakeJudge(), 0), (BrokenSandbox(), 3)])
+def test_feedback_judged_as_sandbox_error_is_counted_per_episode(tmp_path, monkeypatch, judge, want):
+    """Under the repair protocol every answer is judged on the visible tests; three answers whose judging failed
+    for the infrastructure's reasons count 3, healthy ones 0."""
     from rlvr.model import build_tokenizer
 
     monkeypatch.setattr(verl_tool, "_JUDGE", judge)
-    call = verl_tool.tool_call_text("run_tests", {"code": "print('x')"}, "qwen3_coder")
-    replies = [call, call, "```python\nprint('FIXED')\n```"]
-    cfg = EnvConfig(turns=3, tool_format="qwen3_coder")
+    replies = ["```python\nprint('x')\n```", "```python\nprint('y')\n```", "```python\nprint('FIXED')\n```"]
+    cfg = EnvConfig(turns=3)
     tok = build_tokenizer([*replies, "Echo. wrong Fix it. Your output sandbox_error"] * 20, vocab_size=400)
     out, _ = _run_agent_loop(tmp_path, tok, replies, cfg, _problem())
     assert out.extra_fields[TOOL_SANDBOX_ERRORS_KEY] == want
