@@ -12,18 +12,20 @@ with a real policy, item 6). Three steps, the first here, the second on the GPU 
     python bench/gpu/rehearse.py collect --dir .gpu/rehearse/grpo --out bench/gpu/rehearsal_grpo.json
 
 The script (``script.json``, :class:`rlvr.train.verl.scripted.Script`) gives every problem a group *kind*, by its
-place in the chosen list (``i % 4``), so the proportions are known before the run:
+place in the chosen list (``i % 6``: all_pass, mixed, mixed, all_fail, mixed, mixed), so the proportions are known
+before the run:
 
 ========== =====================================================================================================
 kind        GRPO group of 8 (``rollout_n`` 0..7)
 ========== =====================================================================================================
 all_pass    8 x the judge-verified reference: zero variance (no gradient), reward 1
 all_fail    3 x syntax error, 3 x runtime error, 2 x no program: zero variance, reward 0
-mixed (x2)  3 x reference, 2 x mutant (a near miss of the reference the tests reject), 1 x syntax error,
+mixed (x4)  3 x reference, 2 x mutant (a near miss of the reference the tests reject), 1 x syntax error,
             1 x runtime error, 1 x infinite loop (``timeout``)
 ========== =====================================================================================================
 
-Repair kinds, by the repair protocol (:mod:`rlvr.repair.protocol`: every reply is an attempt judged on the visible
+Repair kinds (sample ``n`` of problem ``i`` plays kind ``(i + n) % 4``, so every group holds all four), by the
+repair protocol (:mod:`rlvr.repair.protocol`: every reply is an attempt judged on the visible
 tests, feedback comes back as a user turn, the last program is graded, ``turn_penalty`` per feedback turn):
 ``first_pass`` (the reference), ``fixed`` (a mutant, then the reference), ``no_code_then_fixed`` (text without code,
 then the reference), ``not_fixed`` (a mutant, a syntax error, the mutant again).
@@ -52,7 +54,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 MARK = re.compile(r"# rehearsal id=(?P<id>\S+) n=(?P<n>\d+) label=(?P<label>\w+)")
-GRPO_KINDS = ("all_pass", "all_fail", "mixed", "mixed")
+GRPO_KINDS = ("all_pass", "mixed", "mixed", "all_fail", "mixed", "mixed")
 GRPO_LABELS = {
     "all_pass": ["reference"] * 8,
     "all_fail": ["syntax_error"] * 3 + ["runtime_error"] * 3 + ["no_program"] * 2,
@@ -206,7 +208,9 @@ def cmd_script(a: argparse.Namespace) -> None:
             for n, label in enumerate(GRPO_LABELS[kind]):
                 label = label if (label != "mutant" or mut is not None) else "syntax_error"
                 text = program(label, p.id, n, ref, mut)
-                r = _score(text, row, mode, shaping)
+                # an infinite loop before anything is read times out by construction: not judged here (3 x the time
+                # limit per sample on a loaded CPU), expected 0 as every failing verdict
+                r = {"score": 0.0, "status": "timeout"} if label == "timeout" else _score(text, row, mode, shaping)
                 rollouts.append({"label": label, "turns": [text]})
                 exp.append({"n": n, "label": label, "score": r["score"], "status": r.get("status")})
         else:  # the repair protocol (rlvr.repair.protocol): every reply an attempt, feedback as user turns
@@ -214,10 +218,10 @@ def cmd_script(a: argparse.Namespace) -> None:
             from rlvr.repair.env import split_tests
             from rlvr.repair.protocol import Episode, fenced
 
-            kind = REPAIR_KINDS[i % len(REPAIR_KINDS)]
             env = cfg.env()
             visible = split_tests(p, env.visible_tests)[0]
             for n in range(a.group):
+                kind = REPAIR_KINDS[(i + n) % len(REPAIR_KINDS)]  # every kind in every group: each has signal
                 wrong = mut if mut is not None else f"{ref}\n)\n"
                 mark = f"# rehearsal id={p.id} n={n} label={kind}"
                 turns = {"first_pass": [f"{mark}\n{ref}"],
@@ -235,6 +239,7 @@ def cmd_script(a: argparse.Namespace) -> None:
                 rollouts.append({"label": kind, "turns": texts})
                 exp.append({"n": n, "label": kind, "score": r["score"], "status": r.get("status"),
                             "answers": ep.answers})
+        kind = kind if a.kind == "grpo" else "mixed_repair"
         script[p.id] = {"kind": kind, "rollouts": rollouts}
         expected[p.id] = {"kind": kind, "source": p.source, "tests": len(p.tests), "samples": exp}
         print(f"{p.id}: {kind}: {[e['score'] for e in exp]}", file=sys.stderr)

@@ -112,12 +112,21 @@ def test_patched_worker_answers_each_sample_from_the_script(tmp_path, monkeypatc
                                                      "validate": False}, agent_name="single_turn_agent", **row)
             for n in (0, 1)])
 
+    async def go_v1():  # verl's V1 worker: one trajectory for the group, the sample's place as session_id
+        traj = {"step": 4, "sample_index": 0, "rollout_n": 0, "validate": False}
+        return await asyncio.gather(*[
+            w._run_agent_loop({"temperature": 1.0}, trajectory=traj, agent_name="single_turn_agent", session_id=n,
+                              **row) for n in (1, 0)])
+
     outs = asyncio.run(go())
     texts = [tok.decode(o.response_ids, skip_special_tokens=True) for o in outs]
     assert texts == [ref, mut]
+    v1 = [tok.decode(o.response_ids, skip_special_tokens=True) for o in asyncio.run(go_v1())]
+    assert v1 == [mut, ref]
     assert _Unasked.calls == 0
     (log,) = list(tmp_path.glob("script.json.emitted.*.jsonl"))
     rows = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda r: r["rollout_n"])
+    rows = [r for r in rows if r["step"] == 3]
     assert [(r["id"], r["rollout_n"], r["turn"], r["label"], r["step"]) for r in rows] == [
         ("p/1", 0, 0, "reference", 3), ("p/1", 1, 0, "mutant", 3)]
 

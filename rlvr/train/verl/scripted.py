@@ -11,7 +11,8 @@ DESIGN.md's "rehearse behaviour, not just shape".
 
 How it hooks in (verl 0.9.1, ``verl/experimental/agent_loop/agent_loop.py``): every sample runs in
 ``AgentLoopWorker._run_agent_loop(sampling_params, trajectory, agent_name=..., **row)`` as its own asyncio task,
-where ``trajectory`` holds ``step``, ``rollout_n`` (the sample's place in its group) and ``validate``, and the row's
+where ``trajectory`` holds ``step``, ``rollout_n`` (the sample's place in its group; the V1 trainer's worker,
+``verl/trainer/ppo/v1/agent_loop_tq.py``, passes it as ``session_id`` instead) and ``validate``, and the row's
 ``extra_info`` holds the problem ``id`` (:func:`rlvr.data.export.verl_rows`). :func:`install` wraps that method: it
 puts ``(problem id, rollout_n, turn counter)`` in a context variable for the task and, once per worker, wraps the
 worker's ``llm_client`` in :class:`ScriptedClient`, whose ``generate`` answers each assistant turn with the script's
@@ -172,7 +173,11 @@ def install(script_path: str | Path | None = None) -> bool:
     async def _run_agent_loop(self: Any, sampling_params: dict[str, Any], trajectory: dict[str, Any], **kwargs: Any):
         if not isinstance(self.llm_client, ScriptedClient):
             self.llm_client = ScriptedClient(self.llm_client, script, self.tokenizer, log_path)
-        token = _CURRENT.set({"id": _problem_id(kwargs), "rollout_n": int(trajectory.get("rollout_n", 0)),
+        # the sample's place in its group: verl's V1 (TransferQueue) worker runs a prompt's n samples with one
+        # trajectory dict and ``session_id`` = 0..n-1 (``AgentLoopWorkerTQ._run_prompt``); the legacy worker one
+        # trajectory per sample with ``rollout_n``
+        n = kwargs.get("session_id", trajectory.get("rollout_n", 0))
+        token = _CURRENT.set({"id": _problem_id(kwargs), "rollout_n": int(n or 0),
                               "turn": 0, "step": trajectory.get("step"),
                               "validate": bool(trajectory.get("validate", False))})
         try:
