@@ -12,7 +12,9 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 mkdir -p data/governance && tar xJf .gpu/problems.tar.xz -C data/governance
-sed 's#^profile:.*#profile: profiles/lent/qwen7b_scripted_4xh200.yaml#' params.yaml > params.rehearse.yaml
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)  # 4 GPUs: the 4-GPU profile; 2 (4-GPU kinds withheld): the 2-GPU one
+profile="profiles/lent/qwen7b_scripted_$([ "$gpus" -ge 4 ] && echo 4 || echo 2)xh200.yaml"
+sed "s#^profile:.*#profile: $profile#" params.yaml > params.rehearse.yaml
 export BWRAP_DEB="${BWRAP_DEB:-$(ls .gpu/bubblewrap_*.deb 2>/dev/null | head -1)}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export RLVR_SANDBOX_WORKERS="${RLVR_SANDBOX_WORKERS:-0}" PART_TIMEOUT_S="${PART_TIMEOUT_S:-1500}"
