@@ -129,7 +129,7 @@ class ScriptedClient:
 
     async def generate(self, request_id: Any, *, prompt_ids: list[int], sampling_params: dict[str, Any],
                        **kwargs: Any) -> Any:
-        """verl's ``generate`` contract: returns a ``TokenOutput`` (``token_ids``, no log-probs, ``completed``)."""
+        """verl's ``generate`` contract: returns a ``TokenOutput`` (``token_ids``, log-probs 0.0, ``completed``)."""
         ctx = _CURRENT.get()
         if ctx is None:
             return await self.inner.generate(request_id, prompt_ids=prompt_ids, sampling_params=sampling_params,
@@ -143,7 +143,10 @@ class ScriptedClient:
                    "turn": turn, "label": label, "tokens": len(ids)}
             with self.log_path.open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
-        return TokenOutput(token_ids=ids, log_probs=None, stop_reason="completed")
+        # verl's V1 trainer reads the rollout's log-probs whenever rollout.calculate_log_probs is on (only for its
+        # rollout-vs-actor metrics outside bypass mode): a script has none, so 0.0 each (those metrics are
+        # meaningless under a scripted policy; old_log_probs are recomputed by the actor)
+        return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids), stop_reason="completed")
 
 
 def _problem_id(row: Mapping[str, Any]) -> str:
