@@ -73,7 +73,7 @@ def check_hash_groups(values, limit=MAX_HASH_GROUP):
         return
     hot = {ordered[i] for i in range(len(ordered) - limit) if ordered[i] == ordered[i + limit]}
     groups = {}
-    for v, h in zip(values, hashes, strict=True):
+    for v, h in zip(values, hashes):  # noqa: B905 (no strict=: fallback drivers may run Python < 3.10)
         if h in hot:
             group = groups.setdefault(h, set())
             group.add(v)  # at most `limit` values of this hash there: at most `limit` comparisons
@@ -236,7 +236,7 @@ class _Scanner:
                     values.append(self.value(depth))
                 self.expect("}")
                 check_hash_groups(keys)
-                return dict(zip(keys, values, strict=True))  # as the display: the first equal key kept, the last value
+                return dict(zip(keys, values))  # noqa: B905 (as above); as the display: the first equal key kept, the last value
             if self.at(","):
                 self.advance()
                 items = [first, *self.seq("}", depth)]
