@@ -178,7 +178,10 @@ def parse_literal(text, objects=None, handles=None, max_chars=MAX_CHARS, max_int
             ``max_int_digits``, one maximal integer). max_items: values in all (``None``: no bound beyond the text's
             length). ast_fallback_chars: longest text the AST may parse when the scanner does not read it.
     Cost with ``objects=None``: O(len(text)) time (plus the quadratic conversion of long integers, bounded by
-    ``max_long_digits``), memory of the returned value plus O(depth).
+    ``max_long_digits``, and an O(N log N) C sort of the hashes of a set or dict of N > 32 values), memory of the
+    returned value plus O(depth). A set, frozenset or dict holding more than
+    :data:`~rlvr.judge.literal_scan.MAX_HASH_GROUP` distinct values of one hash is refused (hash flooding:
+    :func:`~rlvr.judge.literal_scan.check_hash_groups`), so no insertion compares more than that many values.
     Raises ``ValueError`` for anything that is not such a literal or breaks a bound."""
     if not isinstance(text, str):
         raise ValueError(f"not a literal: {type(text).__name__}")

@@ -3,10 +3,11 @@ case): Python literals as ``repr`` writes them, and Python's other literal spell
 numbers, string prefixes, triple quotes, implicit string concatenation, comments).
 
 One regular-expression token stream (possessive, unambiguous token patterns: matching never backtracks beyond a
-token) and a recursive descent that builds the values directly, so the work is linear in the text and the memory is
-that of the value it returns (at most ~40 bytes per character, ``set()`` being the densest) plus the text, never an
-AST (``compile`` costs ~500 bytes per character). What it does not read raises :class:`Unsupported`; the caller
-decides whether the AST may try (:mod:`rlvr.judge.literal`: short texts only).
+token) and a recursive descent that builds the values directly, so the work is linear in the text (each set,
+frozenset and dict checked first by :func:`check_hash_groups`, so that no hash table it builds degrades to quadratic:
+issue 43) and the memory is that of the value it returns (at most ~40 bytes per character, ``set()`` being the
+densest) plus the text, never an AST (``compile`` costs ~500 bytes per character). What it does not read raises
+:class:`Unsupported`; the caller decides whether the AST may try (:mod:`rlvr.judge.literal`: short texts only).
 
 Standard-library only, like :mod:`rlvr.judge.literal`, which imports it: the sandbox binds it read-only beside that
 file (``/judge/literal_scan.py``, the top-level module ``literal_scan`` there), and the driver program of
