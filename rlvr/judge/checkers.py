@@ -288,19 +288,19 @@ def _ref_key(checker: Any, stdin: str, expected: str) -> str:
     return h.hexdigest()
 
 
-def reference_check(judge: Any, checker: Any, stdin: str, expected: str) -> None:
+def reference_check(judge: Any, checker: Any, stdin: str, expected: str, fresh_after: float | None = None) -> None:
     """Check that ``checker`` accepts the jury's own answer for one test (``actual`` = ``expected``), inside a sandbox.
 
     Used to attribute a checker failure (module docstring). A passing check is remembered in this process (LRU of
     4,096 keys: sha256 of the checker, input and answer), so it costs one checker run per test and process at most;
-    a failing one is not remembered (infrastructure may recover). Raises :class:`CheckerError` when the checker fails
-    on, or rejects, the reference output."""
+    a failing one is not remembered (infrastructure may recover). ``fresh_after``: as for :func:`check_output`.
+    Raises :class:`CheckerError` when the checker fails on, or rejects, the reference output."""
     key = _ref_key(checker, stdin, expected)
     with _cache_lock:
         if key in _ref_ok:
             _ref_ok.move_to_end(key)
             return
-    out = check_output(judge, checker, stdin, expected, expected)
+    out = check_output(judge, checker, stdin, expected, expected, fresh_after)
     if not out.accepted:
         raise CheckerError(f"checker rejects the reference output: {out.message}"[:2000])
     with _cache_lock:
@@ -312,7 +312,8 @@ def reference_check(judge: Any, checker: Any, stdin: str, expected: str) -> None
 def self_check(judge: Any, problem: Any) -> str | None:
     """Governance's check of a problem's checker: ``None`` when it accepts the reference output of every ``stdio``
     test (:func:`reference_check`), else a one-line reason naming the first failing test. A problem without a
-    checker passes."""
+    checker passes. A compiled checker without a binary is compiled once more before it drops a problem (its
+    diagnostic, even a fresh one, or a compile run that did not complete may be the sandbox's)."""
     checker = getattr(problem, "checker", None)
     if checker is None:
         return None
@@ -320,7 +321,10 @@ def self_check(judge: Any, problem: Any) -> str | None:
         if getattr(test, "kind", None) != "stdio":
             continue
         try:
-            reference_check(judge, checker, test.stdin, test.stdout)
+            try:
+                reference_check(judge, checker, test.stdin, test.stdout)
+            except CheckerCompileError:
+                reference_check(judge, checker, test.stdin, test.stdout, fresh_after=time.monotonic())
         except CheckerError as exc:
             return f"checker fails on the reference output of test {i}: {exc}"[:500]
     return None

@@ -217,3 +217,19 @@ def test_a_compile_failure_costs_one_retry_per_submission_not_one_per_test():
     assert j.runs == ["compile", "compile"] and not ck._cache
     with pytest.raises(CheckerCompileError, match="did not complete"):
         ck.check_output(j, CHECKER, "4\n", "1 2 3 4\n", "4 3 2 1\n")
+
+
+def test_governance_does_not_drop_a_problem_for_a_broken_compile():
+    from rlvr.judge.checkers import self_check
+
+    diagnostic = _ok('diagnostic:{"rc": 1, "stderr": "cannot execute cc1plus"}')
+    for first in (diagnostic, RunResult(status="TimeLimitExceeded", verdict="timeout")):
+        ck._cache.clear()
+        ck._ref_ok.clear()
+        j = Scripted(first)
+        assert self_check(j, _problem()) is None
+        assert j.runs[:2] == ["compile", "compile"]
+    ck._cache.clear()
+    ck._ref_ok.clear()
+    j = Scripted(diagnostic, diagnostic)  # a diagnostic twice: the checker really does not compile
+    assert "does not compile (exit status 1)" in (self_check(j, _problem()) or "")
