@@ -43,7 +43,7 @@ _NUMERIC = (int, float, complex)
 #: container of N values of one hash costs O(N^2) inside one C call holding the GIL; such groups are easy to forge
 #: (integers congruent modulo 2**61 - 1, ``2.0 ** (61 * k)``, complex numbers ``a + bj`` with ``hash(a) + 1000003 *
 #: hash(b)`` equal, and tuples or frozensets of such values). A value equal to a readable one has the same groups
-#: (equal values hash alike), so an honest answer is readable whenever the expected value is.
+#: (equal values hash alike), so an honest answer is readable whenever the reference value is.
 MAX_HASH_GROUP = 32
 _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}\n]*+\}|[0-7]{1,3}|.)", re.S)
 
