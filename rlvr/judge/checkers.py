@@ -27,19 +27,31 @@ Every checker run happens INSIDE a sandbox through ``judge.run_code`` with the t
 expected output is only ever visible to the checker's run, never to the submission's. A compiled checker is compiled
 once per (language, source) inside a sandbox (a Python driver runs the language table's compiler and returns the
 binary on stdout, base64) and the binary is cached in this process (LRU); later runs ship it back as a file.
+
+Only a real diagnostic is cached (issue 43, item 2): the compiler ran to its end and exited with a status > 0; the
+cache keeps that status and its stderr. A compile run that failed for any other reason (the sandbox failed, the
+compiler or its driver timed out, was killed by a signal or the memory limit, could not start, the run's output is not
+the driver's record) raises :class:`CheckerCompileError` and leaves nothing behind: the next check compiles again. A
+cached diagnostic may still be the sandbox's (a compiler that cannot fork its back end exits 1 with a message of its
+own), so :func:`rlvr.judge.scoring.checked` re-verifies one compiled before the submission began (one fresh compile,
+``fresh_after``) before its verdict becomes ``sandbox_error``.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
+import json
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["CheckOutcome", "Checker", "CheckerError", "check_output", "reference_check", "run_checker", "self_check"]
+__all__ = ["CheckOutcome", "Checker", "CheckerCompileError", "CheckerError", "check_output", "reference_check",
+           "run_checker", "self_check"]
 
 try:  # the schema addition proposed to the lead (``rlvr.data.schema.Checker``); until then it lives here
     from rlvr.data.schema import Checker  # type: ignore[attr-defined]
@@ -68,6 +80,17 @@ class CheckerError(RuntimeError):
     infrastructure's (``sandbox_error``)."""
 
 
+class CheckerCompileError(CheckerError):
+    """A compiled checker has no binary: its compiler's cached diagnostic (``compiled_at`` = the
+    :func:`time.monotonic` second it was compiled), or a compile run that did not complete (``compiled_at`` =
+    ``None``: nothing was cached). The checker never saw the submission's output, so this is never the submission's
+    fault (see :func:`rlvr.judge.scoring.checked`)."""
+
+    def __init__(self, message: str, compiled_at: float | None = None) -> None:
+        super().__init__(message)
+        self.compiled_at = compiled_at
+
+
 class CheckOutcome(BaseModel):
     """Result of one check: ``accepted`` and a short ``message`` (the checker's stderr/stdout tail on rejection)."""
 
@@ -79,7 +102,7 @@ _FILES = ("input.txt", "actual.txt", "expected.txt")  # testlib order: input, ou
 _COMPILE_TIMEOUT_S = 60.0
 _COMPILE_MEMORY_MB = 4096
 _CACHE_MAX = 256
-_cache: OrderedDict[str, bytes | str] = OrderedDict()  # key → binary, or the compile error text
+_cache: OrderedDict[str, tuple[bytes | str, float]] = OrderedDict()  # key → (binary or diagnostic, monotonic s)
 _cache_lock = threading.Lock()
 _key_locks: dict[str, threading.Lock] = {}
 _REF_CACHE_MAX = 4096
@@ -120,15 +143,45 @@ except (SyntaxError, ValueError) as _exc:
 exec(_code, {{"__name__": "__main__"}})
 """
 
+# The driver's record on stdout, its only output: "binary:" + base64 + ":end" (a truncated output is no record), or
+# "diagnostic:" + JSON {rc, stderr} when the compiler ran to its end and failed. Anything else (a timeout or a failed
+# start raises: exit 1; a compiler killed by a signal: exit 4) is no record, and nothing is cached.
 _COMPILE_DRIVER = """
-import base64, subprocess, sys
+import base64, json, subprocess, sys
 r = subprocess.run({argv!r}, capture_output=True, timeout={timeout!r})
-if r.returncode != 0:
-    sys.stderr.write((r.stderr or r.stdout).decode("utf-8", "replace")[-4000:])
-    sys.exit(1)
+if r.returncode < 0:
+    sys.stderr.write("compiler killed by signal %d\\n" % -r.returncode)
+    sys.exit(4)
+if r.returncode > 0:
+    err = (r.stderr or r.stdout).decode("utf-8", "replace")[-4000:]
+    sys.stdout.write("diagnostic:" + json.dumps({{"rc": r.returncode, "stderr": err}}))
+    sys.exit(0)
 with open("main", "rb") as fh:
-    sys.stdout.write(base64.b64encode(fh.read()).decode())
+    sys.stdout.write("binary:" + base64.b64encode(fh.read()).decode() + ":end")
 """
+
+
+def _compile_record(rr: Any) -> bytes | str | None:
+    """The compile run's outcome: the binary (bytes), the compiler's diagnostic (str: exit status and stderr), or
+    ``None`` when the run is not the driver's completed record (see ``_COMPILE_DRIVER``)."""
+    out = rr.stdout or ""
+    if rr.verdict != "accepted" or rr.exit_code not in (0, None):
+        return None
+    if out.startswith("binary:") and out.endswith(":end"):
+        try:
+            return base64.b64decode(out[len("binary:"):-len(":end")], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    if out.startswith("diagnostic:"):
+        try:
+            rec = json.loads(out[len("diagnostic:"):])
+        except ValueError:
+            return None
+        rc = rec.get("rc") if isinstance(rec, dict) else None
+        if type(rc) is int and rc > 0 and isinstance(rec.get("stderr"), str):
+            return f"checker does not compile (exit status {rc}): {rec['stderr'][-2000:]}"
+    return None
+
 
 _EXEC_DRIVER = """
 import os, subprocess, sys
@@ -137,8 +190,11 @@ sys.exit(subprocess.run(["./checker_bin", "input.txt", "actual.txt", "expected.t
 """
 
 
-def _compiled(judge: Any, checker: Any) -> bytes:
-    """The checker's binary, compiled once per (language, source) inside a sandbox. Raises :class:`CheckerError`."""
+def _compiled(judge: Any, checker: Any, fresh_after: float | None = None) -> bytes:
+    """The checker's binary, compiled once per (language, source) inside a sandbox (module docstring: only a real
+    diagnostic is cached). ``fresh_after``: a :func:`time.monotonic` second; a cached diagnostic from before it is not
+    used but re-verified by one fresh compile. Raises :class:`CheckerError` for an unsupported language,
+    :class:`CheckerCompileError` for a diagnostic or a compile run that did not complete."""
     from rlvr.judge.languages import get_language
 
     lang = get_language(checker.language)
@@ -152,7 +208,8 @@ def _compiled(judge: Any, checker: Any) -> bytes:
             hit = _cache.get(key)
             if hit is not None:
                 _cache.move_to_end(key)
-        if hit is None:
+        stale = hit is not None and isinstance(hit[0], str) and fresh_after is not None and hit[1] < fresh_after
+        if hit is None or stale:
             code = _COMPILE_DRIVER.format(argv=list(lang.compile), timeout=_COMPILE_TIMEOUT_S)
             rr = judge.run_code(
                 code,
@@ -160,29 +217,35 @@ def _compiled(judge: Any, checker: Any) -> bytes:
                 memory_limit_mb=_COMPILE_MEMORY_MB,
                 files={lang.source: checker.source.encode()},
             )
-            if rr.verdict == "accepted":
-                hit = base64.b64decode(rr.stdout)
-            elif rr.verdict == "sandbox_error":  # not cached: infrastructure may recover
-                raise CheckerError(f"checker compilation failed in the sandbox: {rr.stderr[-500:]}")
-            else:
-                hit = f"checker does not compile ({rr.verdict}): {rr.stderr[-2000:]}"
+            result = _compile_record(rr)
+            if result is None:  # not the compiler's own verdict: nothing cached, the next check compiles again
+                with _cache_lock:
+                    _cache.pop(key, None)
+                tail = (rr.stderr or rr.stdout or "")[-500:]
+                raise CheckerCompileError(f"checker compilation did not complete ({rr.verdict}, exit code "
+                                          f"{rr.exit_code}): {tail}")
+            hit = (result, time.monotonic())
             with _cache_lock:
                 _cache[key] = hit
                 while len(_cache) > _CACHE_MAX:
                     _cache.popitem(last=False)
-    if isinstance(hit, str):
-        raise CheckerError(hit)
-    return hit
+    if isinstance(hit[0], str):
+        raise CheckerCompileError(hit[0], compiled_at=hit[1])
+    return hit[0]
 
 
-def check_output(judge: Any, checker: Any, stdin: str, expected: str, actual: str) -> CheckOutcome:
+def check_output(judge: Any, checker: Any, stdin: str, expected: str, actual: str,
+                 fresh_after: float | None = None) -> CheckOutcome:
     """Run ``checker`` on one test inside a sandbox and return its decision.
 
     Args:
         judge: anything with :meth:`rlvr.judge.Judge.run_code` (embedded, remote or Ray judge).
         checker: a :class:`Checker` (kind, language, source, time_limit_s, memory_limit_mb).
         stdin / expected / actual: the test's input, the jury's expected output, the submission's output (text).
-    Raises :class:`CheckerError` when the checker itself fails (see the module docstring for the exit-code map)."""
+        fresh_after: for a compiled checker, a :func:`time.monotonic` second: a cached compile diagnostic from
+            before it is re-verified by one fresh compile (``None``: the cache is trusted).
+    Raises :class:`CheckerError` when the checker itself fails (see the module docstring for the exit-code map),
+    :class:`CheckerCompileError` when a compiled checker has no binary."""
     files = {
         "input.txt": stdin.encode("utf-8", "surrogateescape"),
         "actual.txt": actual.encode("utf-8", "surrogateescape"),
@@ -193,7 +256,7 @@ def check_output(judge: Any, checker: Any, stdin: str, expected: str, actual: st
     elif checker.kind == "testlib" and checker.language.lower() in ("python", "python3", "py"):
         code = _PY_PROGRAM_DRIVER.format(src=checker.source)
     elif checker.kind == "testlib":
-        files["checker_bin"] = _compiled(judge, checker)
+        files["checker_bin"] = _compiled(judge, checker, fresh_after)
         code = _EXEC_DRIVER
     else:
         raise CheckerError(f"unknown checker kind {checker.kind!r}")
@@ -225,19 +288,19 @@ def _ref_key(checker: Any, stdin: str, expected: str) -> str:
     return h.hexdigest()
 
 
-def reference_check(judge: Any, checker: Any, stdin: str, expected: str) -> None:
+def reference_check(judge: Any, checker: Any, stdin: str, expected: str, fresh_after: float | None = None) -> None:
     """Check that ``checker`` accepts the jury's own answer for one test (``actual`` = ``expected``), inside a sandbox.
 
     Used to attribute a checker failure (module docstring). A passing check is remembered in this process (LRU of
     4,096 keys: sha256 of the checker, input and answer), so it costs one checker run per test and process at most;
-    a failing one is not remembered (infrastructure may recover). Raises :class:`CheckerError` when the checker fails
-    on, or rejects, the reference output."""
+    a failing one is not remembered (infrastructure may recover). ``fresh_after``: as for :func:`check_output`.
+    Raises :class:`CheckerError` when the checker fails on, or rejects, the reference output."""
     key = _ref_key(checker, stdin, expected)
     with _cache_lock:
         if key in _ref_ok:
             _ref_ok.move_to_end(key)
             return
-    out = check_output(judge, checker, stdin, expected, expected)
+    out = check_output(judge, checker, stdin, expected, expected, fresh_after)
     if not out.accepted:
         raise CheckerError(f"checker rejects the reference output: {out.message}"[:2000])
     with _cache_lock:
@@ -249,7 +312,8 @@ def reference_check(judge: Any, checker: Any, stdin: str, expected: str) -> None
 def self_check(judge: Any, problem: Any) -> str | None:
     """Governance's check of a problem's checker: ``None`` when it accepts the reference output of every ``stdio``
     test (:func:`reference_check`), else a one-line reason naming the first failing test. A problem without a
-    checker passes."""
+    checker passes. A compiled checker without a binary is compiled once more before it drops a problem (its
+    diagnostic, even a fresh one, or a compile run that did not complete may be the sandbox's)."""
     checker = getattr(problem, "checker", None)
     if checker is None:
         return None
@@ -257,7 +321,10 @@ def self_check(judge: Any, problem: Any) -> str | None:
         if getattr(test, "kind", None) != "stdio":
             continue
         try:
-            reference_check(judge, checker, test.stdin, test.stdout)
+            try:
+                reference_check(judge, checker, test.stdin, test.stdout)
+            except CheckerCompileError:
+                reference_check(judge, checker, test.stdin, test.stdout, fresh_after=time.monotonic())
         except CheckerError as exc:
             return f"checker fails on the reference output of test {i}: {exc}"[:500]
     return None

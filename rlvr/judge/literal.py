@@ -39,9 +39,9 @@ import sys
 # rlvr.judge.literal on the host; in the sandbox (and the fallback's driver program) literal.py and literal_scan.py
 # are top-level modules
 if __package__:
-    from rlvr.judge.literal_scan import Unsupported, scan
+    from rlvr.judge.literal_scan import Unsupported, check_hash_groups, scan
 else:  # in the sandbox
-    from literal_scan import Unsupported, scan
+    from literal_scan import Unsupported, check_hash_groups, scan
 
 if hasattr(sys, "set_int_max_str_digits"):
     # Call-test values may be integers with more than 4,300 digits (HumanEval/139); this is the whole process's
@@ -92,6 +92,8 @@ def _call(node, ctx, depth):
     name = node.func.id
     if name in ("set", "frozenset") and not node.keywords and len(node.args) <= 1:
         items = _eval(node.args[0], ctx, depth + 1) if node.args else ()
+        if ctx.objects is None and type(items) in (list, tuple):  # plain values: no hash flooding (literal_scan)
+            check_hash_groups(items)
         return set(items) if name == "set" else frozenset(items)
     if name in _WIRE and ctx.objects is not None and not node.keywords:
         args = node.args
@@ -133,11 +135,20 @@ def _eval(node, ctx, depth):
     if isinstance(node, _ast.List):
         return [_eval(e, ctx, depth + 1) for e in node.elts]
     if isinstance(node, _ast.Set):
-        return {_eval(e, ctx, depth + 1) for e in node.elts}
+        items = [_eval(e, ctx, depth + 1) for e in node.elts]
+        if ctx.objects is None:  # plain values: no hash flooding (literal_scan.check_hash_groups)
+            check_hash_groups(items)
+        return set(items)
     if isinstance(node, _ast.Dict):
         if any(k is None for k in node.keys):
             raise ValueError("not a literal: ** in a dict display")
-        return {_eval(k, ctx, depth + 1): _eval(v, ctx, depth + 1) for k, v in zip(node.keys, node.values, strict=True)}
+        keys, values = [], []
+        for k, v in zip(node.keys, node.values, strict=True):
+            keys.append(_eval(k, ctx, depth + 1))
+            values.append(_eval(v, ctx, depth + 1))
+        if ctx.objects is None:
+            check_hash_groups(keys)
+        return dict(zip(keys, values, strict=True))
     if isinstance(node, _ast.Name) and node.id in ("inf", "nan"):
         return float(node.id)
     if isinstance(node, _ast.UnaryOp) and type(node.op) in _UNARY:
@@ -167,7 +178,10 @@ def parse_literal(text, objects=None, handles=None, max_chars=MAX_CHARS, max_int
             ``max_int_digits``, one maximal integer). max_items: values in all (``None``: no bound beyond the text's
             length). ast_fallback_chars: longest text the AST may parse when the scanner does not read it.
     Cost with ``objects=None``: O(len(text)) time (plus the quadratic conversion of long integers, bounded by
-    ``max_long_digits``), memory of the returned value plus O(depth).
+    ``max_long_digits``, and an O(N log N) C sort of the hashes of a set or dict of N > 32 values), memory of the
+    returned value plus O(depth). A set, frozenset or dict holding more than
+    :data:`~rlvr.judge.literal_scan.MAX_HASH_GROUP` distinct values of one hash is refused (hash flooding:
+    :func:`~rlvr.judge.literal_scan.check_hash_groups`), so no insertion compares more than that many values.
     Raises ``ValueError`` for anything that is not such a literal or breaks a bound."""
     if not isinstance(text, str):
         raise ValueError(f"not a literal: {type(text).__name__}")

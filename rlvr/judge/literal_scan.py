@@ -3,10 +3,11 @@ case): Python literals as ``repr`` writes them, and Python's other literal spell
 numbers, string prefixes, triple quotes, implicit string concatenation, comments).
 
 One regular-expression token stream (possessive, unambiguous token patterns: matching never backtracks beyond a
-token) and a recursive descent that builds the values directly, so the work is linear in the text and the memory is
-that of the value it returns (at most ~40 bytes per character, ``set()`` being the densest) plus the text, never an
-AST (``compile`` costs ~500 bytes per character). What it does not read raises :class:`Unsupported`; the caller
-decides whether the AST may try (:mod:`rlvr.judge.literal`: short texts only).
+token) and a recursive descent that builds the values directly, so the work is linear in the text (each set,
+frozenset and dict checked first by :func:`check_hash_groups`, so that no hash table it builds degrades to quadratic:
+issue 43) and the memory is that of the value it returns (at most ~40 bytes per character, ``set()`` being the
+densest) plus the text, never an AST (``compile`` costs ~500 bytes per character). What it does not read raises
+:class:`Unsupported`; the caller decides whether the AST may try (:mod:`rlvr.judge.literal`: short texts only).
 
 Standard-library only, like :mod:`rlvr.judge.literal`, which imports it: the sandbox binds it read-only beside that
 file (``/judge/literal_scan.py``, the top-level module ``literal_scan`` there), and the driver program of
@@ -16,7 +17,7 @@ file (``/judge/literal_scan.py``, the top-level module ``literal_scan`` there), 
 import _codecs
 import re
 
-__all__ = ["Unsupported", "scan"]
+__all__ = ["MAX_HASH_GROUP", "Unsupported", "check_hash_groups", "scan"]
 
 _SQ3, _DQ3 = "'" * 3, '"' * 3
 _TOKENS_SRC = (
@@ -37,6 +38,13 @@ _PREFIXES = frozenset({"", "r", "u", "b", "br", "rb"})
 _NAMES = {"True": True, "False": False, "None": None, "inf": float("inf"), "nan": float("nan"),
           "infj": complex(0, float("inf")), "nanj": complex(0, float("nan"))}
 _NUMERIC = (int, float, complex)
+#: Most distinct values sharing one ``hash()`` (all its bits) that one set, frozenset or dict (its keys) read from a
+#: literal may hold. Inserting a value into a hash table compares it with every value of its hash already there, so a
+#: container of N values of one hash costs O(N^2) inside one C call holding the GIL; such groups are easy to forge
+#: (integers congruent modulo 2**61 - 1, ``2.0 ** (61 * k)``, complex numbers ``a + bj`` with ``hash(a) + 1000003 *
+#: hash(b)`` equal, and tuples or frozensets of such values). A value equal to a readable one has the same groups
+#: (equal values hash alike), so an honest answer is readable whenever the reference value is.
+MAX_HASH_GROUP = 32
 _ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}\n]*+\}|[0-7]{1,3}|.)", re.S)
 
 
@@ -44,6 +52,35 @@ def _unescape(m):
     """One backslash escape of a str literal, decoded (a backslash before a non-ASCII character stays, as in Python)."""
     e = m.group()
     return e if not e.isascii() else _codecs.unicode_escape_decode(e.encode("ascii"))[0]
+
+
+def check_hash_groups(values, limit=MAX_HASH_GROUP):
+    """Raise ``ValueError`` when more than ``limit`` *distinct* values of ``values`` (a list or tuple, about to become a
+    set, a frozenset or a dict's keys) share one hash (see :data:`MAX_HASH_GROUP`); ``TypeError`` for an unhashable
+    value, as the container would.
+
+    Cost, N = ``len(values)``: nothing when N <= ``limit``; else one ``hash()`` per value (linear in their sizes), a
+    sort of the N hashes (C, O(N log N), no hash table over them) and, only for hashes shared by more than ``limit``
+    values, an insertion of those values into one small set per hash that stops at ``limit + 1`` distinct ones: at most
+    ``limit`` comparisons per value. So building the container afterwards costs at most ``limit`` comparisons per
+    value too. Extra memory: two lists of N hashes."""
+    if len(values) <= limit:
+        return
+    from _operator import eq  # here, not at the top: the sandbox's warden imports this module and never calls this
+
+    hashes = [hash(v) for v in values]
+    ordered = sorted(hashes)
+    if not any(map(eq, ordered, ordered[limit:])):  # sorted: a run of more than `limit` equal hashes spans i..i+limit
+        return
+    hot = {ordered[i] for i in range(len(ordered) - limit) if ordered[i] == ordered[i + limit]}
+    groups = {}
+    for v, h in zip(values, hashes):  # noqa: B905 (no strict=: fallback drivers may run Python < 3.10)
+        if h in hot:
+            group = groups.setdefault(h, set())
+            group.add(v)  # at most `limit` values of this hash there: at most `limit` comparisons
+            if len(group) > limit:
+                raise ValueError(f"not a readable literal: more than {limit} distinct values of one hash in a set or "
+                                 "dict (hash flooding)")
 
 
 class Unsupported(ValueError):
@@ -161,6 +198,8 @@ class _Scanner:
                 if len(args) > 1:
                     raise ValueError(f"not a literal: call of {val}")
                 items = args[0] if args else ()
+                if type(items) in (list, tuple):  # a set's, frozenset's or dict's values were checked when built
+                    check_hash_groups(items)
                 return set(items) if val == "set" else frozenset(items)
             if val in _NAMES:
                 return _NAMES[val]
@@ -188,19 +227,22 @@ class _Scanner:
             first = self.value(depth)
             if self.at(":"):
                 self.advance()
-                out = {first: self.value(depth)}
+                keys, values = [first], [self.value(depth)]
                 while self.at(","):
                     self.advance()
                     if self.at("}"):
                         break
-                    k = self.value(depth)
+                    keys.append(self.value(depth))
                     self.expect(":")
-                    out[k] = self.value(depth)
+                    values.append(self.value(depth))
                 self.expect("}")
-                return out
+                check_hash_groups(keys)
+                return dict(zip(keys, values))  # noqa: B905 (as above); as the display: the first equal key kept, the last value
             if self.at(","):
                 self.advance()
-                return {first, *self.seq("}", depth)}
+                items = [first, *self.seq("}", depth)]
+                check_hash_groups(items)
+                return set(items)
             self.expect("}")
             return {first}
         raise Unsupported(f"stray {val!r}")

@@ -9,6 +9,7 @@ process parsed itself. A cgroup OOM kill during the submission turns SIGKILLed t
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rlvr.data.schema import Problem, StdioTest
@@ -112,14 +113,15 @@ def failure_verdict(rec: dict[str, Any], kind: str, oom: bool = False) -> tuple[
 def request_bound_s(problem: Problem, n_tests: int | None = None, checks: bool = True) -> float:
     """Wall seconds one submission of ``problem`` may keep a judge busy: ``n × (time limit + 2 s) + 60 s`` for ``n``
     tests (default: all of them; the embedded judge's hang bound) plus, with a special checker and ``checks``, its
-    time: ``2 × n × (checker time limit + 2 s) + 60 s`` (each test's check, at most one reference check per check
-    that failed, see :class:`CheckBudget`, and one compilation of a compiled checker). The bound the reward layer
+    time: ``2 × n × (checker time limit + 2 s) + 130 s`` (each test's check, at most one reference check per check
+    that failed, see :class:`CheckBudget`, and at most two compilations of a compiled checker of at most 65 s each:
+    one, and its re-verification, :func:`checked`). The bound the reward layer
     and :class:`~rlvr.judge.client.RemoteJudge` wait for before calling a request lost."""
     n = len(problem.tests) if n_tests is None else n_tests
     bound = n * (float(problem.time_limit_s) + 2.0) + 60.0
     checker = getattr(problem, "checker", None)
     if checks and checker is not None:
-        bound += 2 * n * (float(checker.time_limit_s) + 2.0) + 60.0
+        bound += 2 * n * (float(checker.time_limit_s) + 2.0) + 130.0
     return bound
 
 
@@ -130,11 +132,16 @@ class CheckBudget:
     on the submission's output also costs one reference check (:func:`rlvr.judge.checkers.reference_check`, once per
     test and process). After ``max_failures`` such failures (the judge's ``max_timeouts``; 0 = no bound) the
     submission's remaining checks are not run and score ``wrong_answer``, so a submission whose output breaks the
-    checker costs at most ``max_failures × 2`` checker time limits beyond the ordinary checks."""
+    checker costs at most ``max_failures × 2`` checker time limits beyond the ordinary checks. ``started``: the
+    :func:`time.monotonic` second the submission's scoring began (a compiled checker's cached diagnostic from before
+    it is re-verified once, :func:`checked`); ``compile_error``: the message of a compilation that failed after that
+    (the submission's remaining checks are ``sandbox_error`` without compiling again)."""
 
     def __init__(self, max_failures: int) -> None:
         self.max_failures = max_failures
         self.failures = 0
+        self.started = time.monotonic()
+        self.compile_error: str | None = None  # set once the checker's compilation failed for this submission
 
     @property
     def exhausted(self) -> bool:
@@ -150,14 +157,31 @@ def checked(problem: Problem, test: StdioTest, actual: str, judge: Any,
     by a reference check (the checker on the jury's own answer, see :mod:`rlvr.judge.checkers`): ``wrong_answer``
     when the checker accepts the reference output (the submission's output broke it; every reward mode scores this
     as a failure), ``sandbox_error`` when it fails on the reference too (a broken checker: infrastructure, which
-    governance removes). ``budget``: the submission's :class:`CheckBudget`; when exhausted, the check is skipped and
-    the test is ``wrong_answer``."""
-    from rlvr.judge.checkers import CheckerError, check_output, reference_check
+    governance removes). A compiled checker without a binary (:class:`~rlvr.judge.checkers.CheckerCompileError`) never
+    read the output: its diagnostic, when cached before the submission began (``budget.started``; without a budget,
+    always), or a compile run that did not complete, is re-verified by one fresh compile, and only a failure of that
+    is ``sandbox_error`` (issue 43: a compile broken by the sandbox is never a permanent verdict on a problem).
+    ``budget``: the submission's :class:`CheckBudget`; when exhausted, the check is skipped and the test is
+    ``wrong_answer``."""
+    from rlvr.judge.checkers import CheckerCompileError, CheckerError, check_output, reference_check
 
     if budget is not None and budget.exhausted:
         return "wrong_answer", f"not checked: the checker failed on {budget.failures} earlier outputs of this program"
+    if budget is not None and budget.compile_error is not None:
+        return "sandbox_error", budget.compile_error
+    started = budget.started if budget is not None else time.monotonic()
     try:
-        out = check_output(judge, problem.checker, test.stdin, test.stdout, actual)
+        try:
+            out = check_output(judge, problem.checker, test.stdin, test.stdout, actual)
+        except CheckerCompileError:
+            # no binary: the checker never read the output. A diagnostic cached before this submission began, or a
+            # compile run that did not complete, is re-verified by one fresh compile before it becomes a verdict
+            out = check_output(judge, problem.checker, test.stdin, test.stdout, actual, fresh_after=started)
+    except CheckerCompileError as exc:
+        message = printable(str(exc), 2000)
+        if budget is not None:
+            budget.compile_error = message
+        return "sandbox_error", message
     except CheckerError as exc:
         try:
             reference_check(judge, problem.checker, test.stdin, test.stdout)

@@ -19,6 +19,7 @@ literals, escapes, long integers, unterminated fences, tag and backtick runs.
 
 from __future__ import annotations
 
+import functools
 import gc
 import time
 import tracemalloc
@@ -88,7 +89,34 @@ def _literal_families() -> dict[str, Callable[[int], str]]:
         "complex_pairs": lambda n: "[" + _fit("(1.5-2j), ", n) + "]",
         "unterminated_string": lambda n: "['" + "a" * n,
         "unclosed_brackets": lambda n: "[" * n,
+        **{f"hash_flood_{name}": functools.partial(f, c=True) for name, f in _HASH_FLOODS.items()},
     }
+
+
+P61 = (1 << 61) - 1  # CPython's hash modulus: integers congruent modulo it hash alike
+
+
+def _values_text(render: Callable[[int], str], n: int, per: int, open_: str = "{", close: str = "}") -> str:
+    return open_ + ", ".join(render(k) for k in range(1, max(2, n // per))) + close
+
+
+#: Adversarial-hash families (issue 43, item 3): name -> (n, colliding) -> a text of about n bytes holding one set or
+#: dict of values that all share one hash (``colliding``), or its twin of the same shape and size whose values hash
+#: apart. A quadratic build shows as a 4x per-byte ratio from 64 to 256 kB, and as a ratio to the twin.
+_HASH_FLOODS: dict[str, Callable[[int, bool], str]] = {
+    "int_set": lambda n, c: _values_text(lambda k: str(k * P61 + (0 if c else k)), n, 22),
+    "int_dict": lambda n, c: _values_text(lambda k: f"{k * P61 + (0 if c else k)}: {k}", n, 27),
+    "negative_int_set": lambda n, c: _values_text(lambda k: str(-k * P61 - (1 if c else k)), n, 23),
+    "tuple_set": lambda n, c: _values_text(lambda k: f"({k * P61 + (0 if c else k)}, 'x')", n, 29),
+    "frozenset_set": lambda n, c: _values_text(lambda k: f"frozenset({{{k * P61 + (0 if c else k)}}})", n, 35),
+    "complex_set": lambda n, c: _values_text(lambda k: f"({-1_000_003 * k if c else 1_000_003 * k}+{k}j)", n, 20),
+    "set_call": lambda n, c: _values_text(lambda k: str(k * P61 + (0 if c else k)), n, 22, "set([", "])"),
+    "float_and_int_set": lambda n, c: "{" + ", ".join(repr(2.0 ** (61 * j if c else j)) for j in range(-16, 17))
+    + ", " + _values_text(lambda k: str(k * P61 + (1 if c else k)), n - 800, 22, "", "}"),
+    # the most a readable value may hold: groups of MAX_HASH_GROUP distinct values of one hash, back to back
+    "groups_at_the_bound": lambda n, c: _values_text(lambda k: str((k // 32) + (k % 32) * P61 if c else k * P61 + k),
+                                                     n, 22),
+}
 
 
 def _completion_families() -> dict[str, Callable[[int], str]]:
@@ -181,6 +209,32 @@ def _scored_literal_call(family: str, n: int) -> tuple[Callable[[], object], int
 
 _PROBLEM = Problem(id="t/1", source="t", split="test", statement="add", starter_code="def add(a, b):\n",
                    entry_point="add", tests=[{"kind": "call", "args": "[1, 2]", "expected": "3"}])
+
+
+@pytest.mark.parametrize("scored", [False, True], ids=["parser", "scored"])
+@pytest.mark.parametrize("family", list(_HASH_FLOODS))
+def test_colliding_hashes_cost_what_distinct_ones_do(family, scored):
+    """Issue 43, item 3: values that all share one hash against a twin of the same shape and size whose values hash
+    apart, side by side in one run at 128 kB (a quadratic set build was ~12x its twin there), read by the parser
+    alone and as scoring reads a value compared with a large expected one (a list of as many integers, so the item
+    bound lets every value through)."""
+    n = 128 * KB
+    flood, twin = _HASH_FLOODS[family](n, True), _HASH_FLOODS[family](n, False)
+    bounds = parse_bounds(list(range(n // 4))) if scored else {}
+    assert bounds.get("max_items", n) > 3 * flood.count(",")
+
+    def reader(text: str) -> Callable[[], object]:
+        def call() -> object:
+            try:
+                return parse_literal(text, **bounds)
+            except ValueError:
+                return None
+        return call
+
+    assert reader(twin)() is not None  # the twin is read whole
+    cost = {name: _cpu_per_byte(reader(text), len(text), repeat=3) for name, text in (("flood", flood), ("twin", twin))}
+    assert cost["flood"] <= FLAT * cost["twin"], (
+        f"{family}: {cost['flood'] * 1e9:.0f} ns/B with one hash, {cost['twin'] * 1e9:.0f} ns/B without")
 
 
 def _extract_call(family: str, n: int) -> tuple[Callable[[], object], int]:

@@ -148,7 +148,7 @@ def test_the_request_bounds_of_rewards_and_client_count_checker_time() -> None:
 
     plain = _problem(CHECKER, n_tests=4).model_copy(update={"checker": None})
     checked_problem = _problem(CHECKER.model_copy(update={"time_limit_s": 10.0}), n_tests=4)
-    assert judge_bound_s(checked_problem) == judge_bound_s(plain) + 2 * 4 * 12.0 + 60.0
+    assert judge_bound_s(checked_problem) == judge_bound_s(plain) + 2 * 4 * 12.0 + 130.0
     from rlvr.judge.client import RemoteJudge
 
     assert RemoteJudge._hang_timeout(checked_problem, 4) == judge_bound_s(checked_problem)
