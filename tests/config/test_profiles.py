@@ -205,8 +205,9 @@ def test_7b_profile_effective_verl_and_trl_config(tmp_path):
     assert g["actor_rollout_ref.actor.optim.lr"] == "1e-06"            # verl's Qwen2-7B GRPO example
     assert g["actor_rollout_ref.rollout.n"] == "8" and g["actor_rollout_ref.actor.kl_loss_coef"] == "0.001"
     assert g["trainer.total_training_steps"] == "100"                  # grpo.max_steps mapped, not dropped
-    assert g["data.max_response_length"] == "2048" and g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "2"
+    assert g["data.max_response_length"] == "2048" and g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "1"
     assert g["trainer.n_gpus_per_node"] == "4" and g["data.train_batch_size"] == "128"
+    assert g["trainer.save_freq"] == "5" and g["trainer.max_actor_ckpt_to_keep"] == "2"  # auto: 5 % of 100 steps
     assert g["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == "8192"
     assert p["engine"] == "verl"
     assert s["optim.lr"] == "1e-05" and s["optim.lr_scheduler_type"] == "cosine" and s["data.max_length"] == "4096"
