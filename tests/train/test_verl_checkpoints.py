@@ -189,3 +189,17 @@ def test_save_freq_auto_loses_at_most_five_percent():
                         load_profile(PROFILE), train_files="t", val_files="v", model_path="m", reward_mode="sparse",
                         ckpt_dir="c", experiment_name="e")
     assert "trainer.save_freq=5" in ov
+
+
+def test_the_load_contents_overrides_are_verls_own_keys(tmp_path):
+    """The continuation overrides compose against the installed verl's Hydra configs (GRPO and SFT)."""
+    pytest.importorskip("verl")
+    from test_verl_overrides import _grpo, compose
+
+    from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, SFT_LOAD_CONTENTS
+
+    cfg = compose("ppo_trainer", [*_grpo(tmp_path), f"{GRPO_LOAD_CONTENTS}=[model,extra]"])
+    assert list(cfg.actor_rollout_ref.actor.checkpoint.load_contents) == ["model", "extra"]
+    assert list(cfg.actor_rollout_ref.actor.checkpoint.save_contents) == ["model", "optimizer", "extra"]
+    sft = compose("sft_trainer_engine", [f"{SFT_LOAD_CONTENTS}=[model,extra]"])
+    assert list(sft.checkpoint.load_contents) == ["model", "extra"]
