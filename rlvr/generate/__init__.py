@@ -7,6 +7,7 @@ Importing this package loads neither torch nor vLLM.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from rlvr.generate.base import Completion, GenerationStats, Generator, Prompt, SamplingParams, is_chat
@@ -53,7 +54,8 @@ def make_generator(backend: str, **kwargs: Any) -> Generator:
             gpus = visible_gpus()
             replicas = replicas_for(dp, tp, gpus)
             if replicas > 1:
-                return ShardedGenerator("vllm", replicas, tp, gpus, **kwargs)
+                return ShardedGenerator(functools.partial(make_generator, "vllm"), replicas, tp, gpus, pass_tp=True,
+                                        **kwargs)
             kwargs["tensor_parallel_size"] = tp
         return VLLMGenerator(**kwargs)
     if backend == "samples":

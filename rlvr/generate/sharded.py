@@ -3,8 +3,9 @@
 A 7B model fits one GPU, so an evaluation on an 8-GPU node runs eight TP-1 vLLM engines instead of one (issue 44:
 the final eval used one of four GPUs). :class:`ShardedGenerator` starts ``replicas`` child processes (``spawn``: no
 CUDA state is inherited), each with ``CUDA_VISIBLE_DEVICES`` set to its own ``tensor_parallel_size`` GPUs
-(:func:`device_groups`), builds the backend there (:func:`rlvr.generate.make_generator`) and serves ``generate``
-calls over a pipe. A call splits the prompts round-robin (prompt ``i`` to replica ``i mod replicas``, so long and short
+(:func:`device_groups`), builds the backend there (``factory(**kwargs)``, e.g. ``functools.partial(
+rlvr.generate.make_generator, "vllm")``: picklable, so the spawned child imports it) and serves ``generate`` calls over
+a pipe. A call splits the prompts round-robin (prompt ``i`` to replica ``i mod replicas``, so long and short
 problems spread evenly), runs the shards at once and puts the completions back in input order.
 
 Outputs: vLLM seeds each request from ``SamplingParams.seed`` (``to_vllm_sampling``), so a prompt's samples do not
@@ -17,7 +18,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rlvr.generate.base import Completion, GenerationStats, Prompt, SamplingParams, finish_stats
@@ -63,14 +64,12 @@ def device_groups(gpus: Sequence[str], replicas: int, tensor_parallel_size: int)
     return [",".join(gpus[r * tensor_parallel_size:(r + 1) * tensor_parallel_size]) for r in range(replicas)]
 
 
-def _serve(conn: Any, devices: str, backend: str, kwargs: dict[str, Any]) -> None:
+def _serve(conn: Any, devices: str, factory: Callable[..., Any], kwargs: dict[str, Any]) -> None:
     """Child process body: pin the GPUs, build the generator, answer ``(prompts, n, sampling, ids)`` requests with
     ``("ok", completions, stats)`` or ``("error", message)`` until ``None`` arrives."""
     os.environ["CUDA_VISIBLE_DEVICES"] = devices
     try:
-        from rlvr.generate import make_generator
-
-        gen = make_generator(backend, **kwargs)
+        gen = factory(**kwargs)
         conn.send(("ready", gen.model_id, os.environ["CUDA_VISIBLE_DEVICES"]))
     except Exception as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -85,16 +84,17 @@ def _serve(conn: Any, devices: str, backend: str, kwargs: dict[str, Any]) -> Non
 
 
 class ShardedGenerator:
-    """``replicas`` generators of ``backend`` (``make_generator(backend, **kwargs)``) in child processes, one per
+    """``replicas`` generators (``factory(**kwargs)``, a picklable callable) in child processes, one per
     :func:`device_groups` entry; the :class:`rlvr.generate.Generator` interface over them (module doc).
 
     ``model_id`` is the replicas' own; ``stats`` covers the whole sharded call (``wall_s`` its wall time);
-    ``devices`` lists each replica's ``CUDA_VISIBLE_DEVICES``. Raises ``RuntimeError`` naming the replica and its
+    ``devices`` lists each replica's ``CUDA_VISIBLE_DEVICES``; ``pass_tp`` also hands the factory
+    ``tensor_parallel_size`` (a vLLM engine's own). Raises ``RuntimeError`` naming the replica and its
     GPUs when a child fails to start or to generate. :meth:`close` (also on garbage collection and as a context
     manager) stops the children."""
 
-    def __init__(self, backend: str, replicas: int, tensor_parallel_size: int = 1, gpus: Sequence[str] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(self, factory: Callable[..., Any], replicas: int, tensor_parallel_size: int = 1,
+                 gpus: Sequence[str] | None = None, pass_tp: bool = False, **kwargs: Any) -> None:
         from rlvr.generate.base import release_gpu_memory
 
         gpus = list(visible_gpus() if gpus is None else gpus)
@@ -104,12 +104,12 @@ class ShardedGenerator:
         ctx = mp.get_context("spawn")
         self._procs: list[Any] = []
         self._conns: list[Any] = []
-        if backend == "vllm":
+        if pass_tp:  # the engine's own tensor_parallel_size (vLLM)
             kwargs = {**kwargs, "tensor_parallel_size": tensor_parallel_size}
         try:
             for dev in self.devices:
                 parent, child = ctx.Pipe()
-                p = ctx.Process(target=_serve, args=(child, dev, backend, kwargs), daemon=True)
+                p = ctx.Process(target=_serve, args=(child, dev, factory, kwargs), daemon=True)
                 p.start()
                 self._procs.append(p)
                 self._conns.append(parent)

@@ -3,11 +3,12 @@ and put back in input order. On CPU with the ``samples`` backend standing in for
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
 
-from rlvr.generate import SamplingParams
+from rlvr.generate import SamplingParams, make_generator
 from rlvr.generate.sharded import ShardedGenerator, device_groups, replicas_for, visible_gpus
 
 
@@ -29,7 +30,7 @@ def test_the_prompts_are_sharded_over_every_replica_and_come_back_in_order(tmp_p
     path = tmp_path / "samples.jsonl"
     ids = [f"t/{i}" for i in range(7)]
     path.write_text("".join(json.dumps({"task_id": t, "solution": f"print({t[2:]})"}) + "\n" for t in ids))
-    with ShardedGenerator("samples", 3, gpus=["0", "1", "2"], path=str(path)) as gen:
+    with ShardedGenerator(functools.partial(make_generator, "samples"), 3, gpus=["0", "1", "2"], path=str(path)) as gen:
         assert gen.seen_devices == ["0", "1", "2"]  # each child pinned to its own GPU
         out = gen.generate(["p"] * 7, 1, SamplingParams(), ids=ids)
         assert [c[0].text for c in out] == [f"print({i})" for i in range(7)]
@@ -38,3 +39,16 @@ def test_the_prompts_are_sharded_over_every_replica_and_come_back_in_order(tmp_p
             gen.generate(["p"], 2, SamplingParams(), ids=["t/0"])  # only one sample recorded
         assert [c[0].text for c in gen.generate(["p", "p"], 1, SamplingParams(), ids=ids[:2])] == ["print(0)",
                                                                                                   "print(1)"]
+
+
+def test_make_generator_shards_vllm_over_every_visible_gpu(monkeypatch):
+    import rlvr.generate.sharded as sh
+
+    made = []
+    monkeypatch.setattr(sh, "ShardedGenerator", lambda factory, replicas, tp, gpus, **kw: made.append(
+        (factory.args, replicas, tp, gpus, kw)) or "sharded")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")
+    assert make_generator("vllm", model="m", tensor_parallel_size=1, data_parallel="auto") == "sharded"
+    assert make_generator("vllm", model="m", tensor_parallel_size=2, data_parallel="auto") == "sharded"
+    assert [(m[0], m[1], m[2]) for m in made] == [(("vllm",), 4, 1), (("vllm",), 2, 2)]
+    assert made[0][4] == {"pass_tp": True, "model": "m"}
