@@ -48,7 +48,7 @@ def _step(ckpt: Path, n: int, role: str | None = "actor") -> Path:
 def test_a_7b_checkpoint_is_91_gb_and_two_are_kept_at_peak(tmp_path):
     assert ck.model_params(_model(tmp_path)) == QWEN7B
     assert ck.model_params(_model(tmp_path / "f", 1000, "float32")) == 1000
-    assert ck.model_params("Qwen/Qwen2.5-Coder-7B-Instruct") is None  # a Hub id: not sized
+    assert ck.model_params("rlvr-test/not-downloaded") is None  # a Hub id not in the cache: not sized
     plan = ck.checkpoint_plan(QWEN7B, keep=2)
     assert round(plan.full / 1e9, 1) == 91.4 and plan.peak_count == 2 and round(plan.peak / 1e9) == 183
     assert round(plan.published / 1e9, 1) == 15.2 and round(plan.after_publish / 1e9, 1) == 30.5
@@ -203,3 +203,12 @@ def test_the_load_contents_overrides_are_verls_own_keys(tmp_path):
     assert list(cfg.actor_rollout_ref.actor.checkpoint.save_contents) == ["model", "optimizer", "extra"]
     sft = compose("sft_trainer_engine", [f"{SFT_LOAD_CONTENTS}=[model,extra]"])
     assert list(sft.checkpoint.load_contents) == ["model", "extra"]
+
+
+def test_a_hub_model_in_the_cache_is_sized(tmp_path, monkeypatch):
+    snap = _model(tmp_path / "hub")
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache",
+                        lambda repo, name: str(snap / name) if repo == "Qwen/Q7" else None)
+    assert ck.model_params("Qwen/Q7") == QWEN7B and ck.model_params("Qwen/other") is None

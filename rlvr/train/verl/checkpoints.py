@@ -64,10 +64,13 @@ _DTYPE_BYTES = {"float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2
 def model_params(model: str | Path) -> int | None:
     """Parameter count of a local HF model folder: the safetensors' byte total (the index's ``metadata.total_size``,
     else the ``*.safetensors`` files' sizes) over the bytes per element of ``config.json``'s ``torch_dtype``/``dtype``
-    (bf16 when absent). ``None`` for a Hub id, a folder without safetensors, or an unknown dtype."""
+    (bf16 when absent). A Hub id is sized from its snapshot in the Hugging Face cache when there; ``None`` for one
+    not downloaded, a folder without safetensors, or an unknown dtype."""
     p = Path(model)
     if not p.is_dir():
-        return None
+        p = _hub_cache_dir(str(model))
+        if p is None:
+            return None
     total = 0
     index = p / "model.safetensors.index.json"
     if index.is_file():
@@ -87,6 +90,20 @@ def model_params(model: str | Path) -> int | None:
         pass
     width = _DTYPE_BYTES.get(dtype)
     return total // width if width else None
+
+
+def _hub_cache_dir(repo_id: str) -> Path | None:
+    """The local snapshot folder of a Hub model already in the Hugging Face cache (``config.json`` found by
+    ``huggingface_hub.try_to_load_from_cache``, no network), else ``None``."""
+    if repo_id.count("/") != 1:
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # not a valid repo id, or no huggingface_hub
+        return None
+    return Path(hit).parent if isinstance(hit, str) else None
 
 
 @dataclass(frozen=True)
