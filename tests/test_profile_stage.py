@@ -66,7 +66,9 @@ def test_dvc_reruns_only_the_profile_stage_after_a_comment_edit(tmp_path, monkey
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
     (tmp_path / "stages").mkdir()
-    shutil.copyfile(ROOT / "stages" / "profile.py", tmp_path / "stages" / "profile.py")
+    for f in ("profile.py", "run.sh"):
+        if (ROOT / "stages" / f).is_file():
+            shutil.copyfile(ROOT / "stages" / f, tmp_path / "stages" / f)
     repo = _committed_copy(tmp_path)
     repo.reproduce("profile", force=True)
     repo.commit(None, force=True)
