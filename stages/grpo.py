@@ -8,7 +8,8 @@ Writes ``models/grpo/seed-<n>/`` (atomically; with ``verl_overrides.txt`` under 
 (``dev``: the trained policy's accepted@1 and pass_ratio on ``train.eval_sets`` under local, verl's validation of
 the val parquet after the last step under verl, none with ``verl.test_freq`` -1),
 the per-step curves ``metrics/grpo/seed-<n>.tsv`` and the baseline-keyed eval ``metrics/eval_grpo_seed<n>/``
-(samples/QA under ``data/eval/grpo-seed<n>/``). Checkpoints: ``$RLVR_CACHE_DIR/train/grpo/seed-<n>/`` (resumed).
+(samples/QA under ``data/eval/grpo-seed<n>/``). Checkpoints: ``$RLVR_CACHE_DIR/train/grpo/seed-<n>/<key>``
+(resumed; the key hashes only what changes the trajectory: :mod:`rlvr.train.verl.resume`).
 
 Run: ``python stages/grpo.py --seed 1`` from the repository root.
 """
@@ -37,8 +38,10 @@ def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: 
 
     vcfg = params.section("verl", VerlParams)
     shaping = params.raw().get("reward_shaping")
-    rdir = run_dir("grpo", {"engine": "verl", "grpo": cfg.model_dump(), "verl": vcfg.model_dump(),
-                            "reward": mode, "reward_shaping": shaping}, model_dir, seed=seed)
+    from rlvr.train.verl.resume import trajectory_params
+
+    rdir = run_dir("grpo", trajectory_params(cfg.model_dump(), vcfg.model_dump(), reward=mode, reward_shaping=shaping),
+                   model_dir, seed=seed, data_files=[verl_train])
     return run_grpo_verl(cfg, vcfg, model_path=resolve_model_ref(model_dir), train_files=verl_train,
                          val_files=verl_val, reward_mode=mode, out_model_dir=out_model, curves_path=curves,
                          run_dir=rdir, experiment_name=f"grpo-seed{seed}", reward_shaping=shaping,

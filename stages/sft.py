@@ -40,7 +40,9 @@ def _run_verl(params: Params, cfg: SFTParams, model_dir: str, train: list, dev: 
     vcfg = params.section("verl", VerlParams)
     check_sft_batch(cfg, vcfg, load_profile(vcfg.profile))  # before judging the references
     model_path = vcfg.model or resolve_model_ref(model_dir)
-    rdir = run_dir("sft", {"engine": "verl", "sft": cfg.model_dump(), "verl": vcfg.model_dump()}, model_path)
+    from rlvr.train.verl.resume import trajectory_params
+
+    rdir = run_dir("sft", trajectory_params(cfg.model_dump(), vcfg.model_dump()), model_path, problems=train)
     tok = AutoTokenizer.from_pretrained(model_path)
     pairs, stats = build_sft_set(train, judge, cfg.solutions_per_problem)
     pairs, stats["length"] = filter_by_length(pairs, tok, vcfg.sft_max_length)

@@ -78,6 +78,40 @@ def _script(st: dict) -> Path:
     return ROOT / token
 
 
+def rlvr_files(script: Path) -> set[str]:
+    """Every rlvr module file reachable from ``script`` through static imports (lazy ones included), repo-relative."""
+    seen: set[Path] = set()
+    todo = [script]
+    while todo:
+        f = todo.pop()
+        if f in seen:
+            continue
+        seen.add(f)
+        for mod in _imports(f):
+            parts = mod.split(".")
+            for i in range(2, len(parts) + 1):
+                mf = _module_file(".".join(parts[:i]))
+                if mf is not None:
+                    todo.append(mf)
+    return {str(p.relative_to(ROOT)) for p in seen if p != script}
+
+
+# modules a stage runs that no import names: started as processes (``-m``) or imported by name inside verl's workers
+RUNS = {
+    "dpo": {"rlvr/train/local/dpo_worker.py"},  # accelerate launch -m rlvr.train.local.dpo_worker
+    "sft": {"rlvr/train/verl/compat.py", "rlvr/train/verl/advantage.py", "rlvr/train/verl/mask.py"},
+    "grpo": {"rlvr/train/verl/advantage.py", "rlvr/train/verl/mask.py", "rlvr/reward/verl.py",
+             "rlvr/reward/verl_manager.py"},
+    "repair": {"rlvr/train/verl/advantage.py", "rlvr/train/verl/mask.py", "rlvr/reward/verl.py",
+               "rlvr/reward/verl_manager.py"},
+}
+
+
+def _covered(path: str, deps: set[str]) -> bool:
+    """``path`` is a dep or lies under a folder dep."""
+    return any(path == d or path.startswith(d + "/") for d in deps)
+
+
 @pytest.mark.parametrize("name", sorted(_stages()))
 def test_stage_deps_list_every_imported_rlvr_package(name):
     st = _stages()[name]
@@ -85,8 +119,21 @@ def test_stage_deps_list_every_imported_rlvr_package(name):
     deps = {str(d).rstrip("/") for d in st.get("deps", [])}
     assert str(script.relative_to(ROOT)) in deps, f"{name}: stage file not in deps"
     needed = rlvr_closure(script)
-    missing = sorted(needed - deps)
+    missing = sorted(m for m in needed if not any(d == m or d.startswith(m + "/") for d in deps))
     assert not missing, f"stage {name} imports {missing} but its deps do not list them"
+    files = rlvr_files(script) | RUNS.get(name, set())
+    uncovered = sorted(f for f in files if not _covered(f, deps))
+    assert not uncovered, f"stage {name} runs {uncovered} but its deps do not cover them"
+
+
+def test_training_stages_depend_on_the_modules_they_run_not_the_whole_package():
+    """Editing DPO's code does not re-run the verl stages, nor verl's the DPO stage (issue 44)."""
+    deps = {n: {str(d) for d in st.get("deps", [])} for n, st in _stages().items()}
+    assert all("rlvr/train" not in d for d in deps.values())
+    assert not _covered("rlvr/train/verl/launch.py", deps["dpo"])
+    for name in ("sft", "grpo", "repair"):
+        assert not _covered("rlvr/train/local/dpo.py", deps[name]), name
+    assert not _covered("rlvr/train/local/grpo.py", deps["sft"])
 
 
 @pytest.mark.parametrize("name", sorted(_stages()))

@@ -49,8 +49,9 @@ class BaselineParams(BackendParams):
 
     ``backend``: hf | openai | vllm | samples. ``model``: folder (``models/base``, resolving its ``model.json``) or
     Hub id. ``sampling``: explicit sampling params; ``n`` samples per task; ``ks``: pass@k values (each <= n).
-    hf: ``batch_size``; the other backend settings: :class:`rlvr.eval.backend.BackendParams`. ``qa_per_verdict``: QA
-    log cap per verdict."""
+    hf: ``batch_size``; vllm: ``data_parallel``, engines of ``tensor_parallel_size`` GPUs each, in child processes
+    (``auto`` = as many as the visible GPUs hold: :class:`rlvr.generate.sharded.ShardedGenerator`); the other backend
+    settings: :class:`rlvr.eval.backend.BackendParams`. ``qa_per_verdict``: QA log cap per verdict."""
 
     backend: Literal["hf", "openai", "vllm", "samples"] = "hf"
     model: str = "models/base"
@@ -60,6 +61,7 @@ class BaselineParams(BackendParams):
     ks: list[int] = Field(default_factory=lambda: [1])
     batch_size: int = Field(default=32, ge=1)
     qa_per_verdict: int = Field(default=20, ge=0)
+    data_parallel: int | Literal["auto"] = "auto"
 
     @model_validator(mode="after")
     def _check(self) -> BaselineParams:
@@ -107,7 +109,7 @@ def make_baseline_generator(cfg: BaselineParams, dataset: str | None = None) -> 
         return make_generator("vllm", model=cfg.model, tensor_parallel_size=cfg.tensor_parallel_size,
                               gpu_memory_utilization=cfg.gpu_memory_utilization, max_model_len=cfg.max_model_len,
                               seed=cfg.sampling.seed or 0,
-                              enforce_eager=cfg.enforce_eager)
+                              enforce_eager=cfg.enforce_eager, data_parallel=cfg.data_parallel)
     if dataset is None:
         raise ValueError("samples backend: a dataset name is needed to pick the samples file")
     return make_generator("samples", path=cfg.samples[dataset])

@@ -60,7 +60,9 @@ class EvalParams(Section):
     EVAL@1 sampling (temperature must be 0); ``sampling`` + ``n`` + ``ks``: EVAL@k; ``budget_tokens``: EVAL@budget
     cap (tokens); ``tuning_stages``: params sections that must never reference a test-role dataset.
     ``chunk_tasks``: tasks per generate→judge→journal step (resume granularity). hf: ``batch_size``, ``device``,
-    ``cpu_threads``; vllm: ``enforce_eager`` (:class:`rlvr.eval.backend.BackendParams`; an error with hf);
+    ``cpu_threads``; vllm: ``enforce_eager`` (:class:`rlvr.eval.backend.BackendParams`; an error with hf) and
+    ``data_parallel``: TP-1 engines each phase runs, one per GPU in child processes (``auto`` = every visible GPU;
+    :class:`rlvr.generate.sharded.ShardedGenerator`; ignored by hf, which runs in the stage's process);
     ``bootstrap``/``alpha``/``seed``: CI settings. ``headline``: the phase the summary's
     ``headline`` block reports (:func:`headline_block`; a phase name such as ``sft`` or ``grpo_seed1``, or a seeded
     base such as ``grpo`` = mean over its seeds; ``null`` = no block), so ``dvc exp run -S eval.headline=dpo`` then
@@ -80,6 +82,7 @@ class EvalParams(Section):
     device: str = "auto"
     cpu_threads: int | None = Field(default=1, ge=1)
     enforce_eager: bool = False
+    data_parallel: int | Literal["auto"] = "auto"
     chunk_tasks: int = Field(default=32, ge=1)
     bootstrap: int = Field(default=1000, ge=1)
     alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -104,14 +107,15 @@ class EvalParams(Section):
 
 
 def make_phase_generator(cfg: EvalParams, model_dir: str | Path) -> Any:
-    """The generator that scores one phase's model folder: vllm (``vllm.LLM``, one GPU, ``enforce_eager`` as set,
-    the sampling seed as engine seed) or hf (``batch_size``, ``device``, ``cpu_threads``). Raises ``ImportError`` when
-    the backend's package is missing (vLLM off GPU machines)."""
+    """The generator that scores one phase's model folder: vllm (``vllm.LLM``, TP 1, one engine per GPU with
+    ``data_parallel`` ``auto``, ``enforce_eager`` as set, the sampling seed as engine seed) or hf (``batch_size``,
+    ``device``, ``cpu_threads``). Raises ``ImportError`` when the backend's package is missing (vLLM off GPU
+    machines)."""
     from rlvr.generate import make_generator
 
     if cfg.backend == "vllm":
         return make_generator("vllm", model=str(model_dir), seed=cfg.sampling.seed or 0,
-                              enforce_eager=cfg.enforce_eager)
+                              enforce_eager=cfg.enforce_eager, data_parallel=cfg.data_parallel)
     return make_generator("hf", model=str(model_dir), device=cfg.device, batch_size=cfg.batch_size,
                           num_threads=cfg.cpu_threads)
 

@@ -205,8 +205,9 @@ def test_7b_profile_effective_verl_and_trl_config(tmp_path):
     assert g["actor_rollout_ref.actor.optim.lr"] == "1e-06"            # verl's Qwen2-7B GRPO example
     assert g["actor_rollout_ref.rollout.n"] == "8" and g["actor_rollout_ref.actor.kl_loss_coef"] == "0.001"
     assert g["trainer.total_training_steps"] == "100"                  # grpo.max_steps mapped, not dropped
-    assert g["data.max_response_length"] == "2048" and g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "2"
+    assert g["data.max_response_length"] == "2048" and g["actor_rollout_ref.rollout.tensor_model_parallel_size"] == "1"
     assert g["trainer.n_gpus_per_node"] == "4" and g["data.train_batch_size"] == "128"
+    assert g["trainer.save_freq"] == "4" and g["trainer.max_actor_ckpt_to_keep"] == "2"  # <= 5 % of 100 steps
     assert g["actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu"] == "8192"
     assert p["engine"] == "verl"
     assert s["optim.lr"] == "1e-05" and s["optim.lr_scheduler_type"] == "cosine" and s["data.max_length"] == "4096"
@@ -234,16 +235,16 @@ SCALED_DIFF = {
     "profiles/qwen7b_8xh100.yaml": (
         {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "256",
          "actor_rollout_ref.actor.ppo_mini_batch_size": "64", "trainer.total_training_steps": "50",
-         "trainer.total_epochs": "50", "trainer.save_freq": "10", "trainer.test_freq": "5"},
-        {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "128", "trainer.save_freq": "10"}),
+         "trainer.total_epochs": "50", "trainer.save_freq": "2", "trainer.test_freq": "5"},
+        {"trainer.n_gpus_per_node": "8", "data.train_batch_size": "128", "trainer.save_freq": "2"}),
     "profiles/qwen7b_2xh100.yaml": (
         {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "64",
          "actor_rollout_ref.actor.ppo_mini_batch_size": "16",
          "actor_rollout_ref.actor.fsdp_config.param_offload": "True", "reward.num_workers": "4",
-         "trainer.total_training_steps": "200", "trainer.total_epochs": "200", "trainer.save_freq": "40",
+         "trainer.total_training_steps": "200", "trainer.total_epochs": "200", "trainer.save_freq": "8",
          "trainer.test_freq": "20"},
         {"trainer.n_gpus_per_node": "2", "data.train_batch_size": "32", "engine.param_offload": "True",
-         "trainer.save_freq": "40"}),
+         "trainer.save_freq": "8"}),
 }
 
 
@@ -260,7 +261,7 @@ def test_8_and_2_gpu_profiles_are_the_4_gpu_one_scaled(name, tmp_path):
                       "verl.train_batch_size": 32 * gpus, "verl.ppo_mini_batch_size": 8 * gpus,
                       "verl.sft_train_batch_size": 16 * gpus, "dpo.launch.processes": gpus,
                       "grpo.max_steps": 400 // gpus, "repair.train.max_steps": 200 // gpus,
-                      "dpo.max_steps": 800 // gpus, "verl.save_freq": 80 // gpus, "verl.test_freq": 40 // gpus}
+                      "dpo.max_steps": 800 // gpus, "verl.save_freq": 16 // gpus, "verl.test_freq": 40 // gpus}
 
 
 def _samples(p: dict) -> dict[str, float]:
@@ -448,14 +449,16 @@ def test_a_profile_may_not_set_data_sections(tmp_path):
 
 
 def test_data_stages_do_not_track_the_profile():
-    """The DVC side of the rule above: the data stages list neither the ``profile`` param nor the profiles folder, and
-    every stage that reads training/eval params lists both."""
+    """The DVC side of the rule above: the data stages list neither the ``profile`` param nor the resolved profile
+    (``data/profile``, the ``profile`` stage's output), and every stage that reads training/eval params lists both."""
     stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     for name in ("governance", "manifests", "judge_check"):
-        assert "profile" not in stages[name]["params"] and "profiles" not in stages[name]["deps"], name
+        deps = stages[name]["deps"]
+        assert "profile" not in stages[name]["params"] and not {"profiles", "data/profile"} & set(deps), name
     for name in ("model", "baseline", "sft", "dpo", "repair", "eval", "report"):
-        assert "profile" in stages[name]["params"] and "profiles" in stages[name]["deps"], name
-    assert "profile" in stages["grpo"]["do"]["params"]
+        assert "profile" in stages[name]["params"] and "data/profile" in stages[name]["deps"], name
+    assert "profile" in stages["grpo"]["do"]["params"] and "data/profile" in stages["grpo"]["do"]["deps"]
+    assert "profiles" in stages["profile"]["deps"]
 
 
 @pytest.mark.parametrize("profile", [p for p in SHIPPED if p.startswith("profiles/lent/")])

@@ -51,9 +51,9 @@ class FakeRunner:
     """Records every call; plays verl: logs steps, dumps rollouts, saves a checkpoint; plays the merger."""
 
     def __init__(self, steps: dict[int, dict], dumps: dict[int, list[dict]] | None = None, ckpt_step: int = 2,
-                 role: str | None = "actor") -> None:
+                 role: str | None = "actor", fail: bool = False) -> None:
         self.calls: list[tuple[list[str], dict]] = []
-        self.steps, self.dumps, self.ckpt_step, self.role = steps, dumps or {}, ckpt_step, role
+        self.steps, self.dumps, self.ckpt_step, self.role, self.fail = steps, dumps or {}, ckpt_step, role, fail
 
     def __call__(self, argv, env=None, cwd=None, check=False):
         self.calls.append((list(argv), dict(env or {})))
@@ -67,8 +67,13 @@ class FakeRunner:
                     (d / f"{step}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
             ck = Path(ov["trainer.default_local_dir"])
             g = ck / f"global_step_{self.ckpt_step}"
-            (g / self.role if self.role else g).mkdir(parents=True, exist_ok=True)
+            shard = g / self.role if self.role else g
+            shard.mkdir(parents=True, exist_ok=True)
+            for kind in ("model", "optim", "extra_state"):  # verl's FSDP checkpoint files (one rank)
+                (shard / f"{kind}_world_size_1_rank_0.pt").write_bytes(b"x" * 8)
             (ck / "latest_checkpointed_iteration.txt").write_text(str(self.ckpt_step))
+            if self.fail:
+                raise subprocess.CalledProcessError(1, list(argv))
         elif "verl.model_merger" in argv:
             target = Path(argv[argv.index("--target_dir") + 1])
             (target / "config.json").write_text("{}")
@@ -97,10 +102,11 @@ def test_launch_passes_argv_env_and_check():
     assert "PATH" in env  # laid over os.environ
 
 
-def _run_grpo(tmp_path, fake, **kw):
+def _run_grpo(tmp_path, fake, grpo=None, **kw):
     kw.setdefault("check", lambda env, address: None)
+    kw.setdefault("model_path", "models/sft")
     return run_grpo_verl(
-        GRPOParams(seed=1, beta=0.01, **GRPO_8X), VerlParams(profile=str(PROFILE)), model_path="models/sft",
+        grpo or GRPOParams(seed=1, beta=0.01, **GRPO_8X), VerlParams(profile=str(PROFILE)),
         train_files=tmp_path / "train.parquet", val_files=tmp_path / "val.parquet", reward_mode="sparse",
         out_model_dir=tmp_path / "models" / "grpo", curves_path=tmp_path / "metrics" / "grpo.tsv",
         run_dir=tmp_path / "run", experiment_name="grpo-seed1", python="py", runner=fake, **kw,
@@ -160,7 +166,8 @@ def test_run_grpo_verl_end_to_end_with_fake_runner(tmp_path, monkeypatch):
 
 
 def test_grpo_start_head_and_resume_keeps_earlier_curves(tmp_path):
-    _run_grpo(tmp_path, FakeRunner({1: STEPS[1]}, ckpt_step=1))
+    with pytest.raises(subprocess.CalledProcessError):  # the first attempt dies after its step-1 checkpoint
+        _run_grpo(tmp_path, FakeRunner({1: STEPS[1]}, ckpt_step=1, fail=True))
     fake = FakeRunner({2: STEPS[2]}, ckpt_step=2)  # second attempt logs only what it ran (verl truncates)
     _run_grpo(tmp_path, fake, start_head=True)
     cmds = [c[0] for c in fake.calls]

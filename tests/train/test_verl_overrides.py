@@ -72,7 +72,7 @@ def test_grpo_overrides_compose_and_validate(tmp_path):
     assert a.rollout.name == "vllm" and a.rollout.n == 8
     assert (a.rollout.temperature, a.rollout.top_p) == (0.9, 0.95)
     # the 8-GPU profile is the 4-GPU one with GPUs and batch scaled: the same rollout memory share
-    assert a.rollout.tensor_model_parallel_size == 2 and a.rollout.gpu_memory_utilization == 0.5
+    assert a.rollout.tensor_model_parallel_size == 1 and a.rollout.gpu_memory_utilization == 0.5
     rf = cfg.reward.custom_reward_function
     assert rf.path == "pkg://rlvr.reward.verl" and rf.name == "compute_score_async"
     assert rf.reward_kwargs.reward_mode == "sparse"

@@ -15,6 +15,10 @@ the judge before verl starts.
 Every attempt logs to its own file (``<run_dir>/logs/attempt-<k>.jsonl`` through ``VERL_FILE_LOGGER_PATH``; verl's
 file logger truncates on open) and :mod:`rlvr.train.verl.logs` merges them, so a resumed run keeps earlier curves.
 Checkpoints live in ``<run_dir>/checkpoints`` (outside DVC outputs); verl resumes from them (``resume_mode=auto``).
+Before each launch :func:`pre_launch` prunes checkpoints below the newest ``verl.max_ckpt_to_keep`` and checks the
+free space the run needs (:mod:`rlvr.train.verl.checkpoints`); after the publish the optimizer state is dropped and
+the run marked finished, so a re-run of a finished run merges its kept checkpoint without starting verl
+(:mod:`rlvr.train.verl.resume`).
 The subprocess runner is injectable (tests pass a fake; nothing here needs a GPU until it runs). The default,
 :func:`run_teed`, copies verl's stderr through and turns a run the judge step guard stopped into
 :class:`rlvr.reward.step_guard.JudgeDied` with the guard's own message, instead of a bare exit status.
@@ -33,7 +37,8 @@ from typing import Any
 
 from rlvr.io import atomic_dir, atomic_write_json, atomic_write_text
 from rlvr.train.verl import logs as vlogs
-from rlvr.train.verl.mapping import check_grpo_batch, check_sft_batch
+from rlvr.train.verl.checkpoints import drop_optimizer
+from rlvr.train.verl.mapping import check_grpo_batch, check_sft_batch, save_freq_for, steps_for
 from rlvr.train.verl.merge import merge
 from rlvr.train.verl.overrides import (
     VerlParams,
@@ -48,6 +53,7 @@ from rlvr.train.verl.overrides import (
 )
 from rlvr.train.verl.preflight import cluster_preflight, judge_preflight, preflight
 from rlvr.train.verl.record import portable_overrides, portable_path
+from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, SFT_LOAD_CONTENTS, mark_finished, pre_launch, sft_steps
 from rlvr.train.verl.validation import final_dev
 
 __all__ = [
@@ -58,6 +64,7 @@ __all__ = [
     "launch",
     "log_attention",
     "next_attempt_log",
+    "pre_launch",
     "preflight",
     "propagated_env",
     "ray_env",
@@ -283,8 +290,11 @@ def run_grpo_verl(
     run = Path(run_dir)
     profile = profile or load_profile(verl.profile)
     check_grpo_batch(grpo, verl, profile)
-    log_path, old_logs = next_attempt_log(run)
     ckpt_dir = run / "checkpoints"
+    steps = steps_for(verl.total_training_steps, getattr(grpo, "max_steps", None), "grpo")
+    done, extra = pre_launch(run, ckpt_dir, out_model_dir, model_path, verl, steps,
+                             save_freq_for(verl.save_freq, steps), GRPO_LOAD_CONTENTS)
+    log_path, old_logs = next_attempt_log(run)
     rollouts = run / "rollouts"
     overrides = grpo_overrides(
         grpo, verl, profile, train_files=Path(train_files).resolve(), val_files=Path(val_files).resolve(),
@@ -292,25 +302,29 @@ def run_grpo_verl(
         experiment_name=experiment_name, rollout_data_dir=rollouts.resolve(), reward_shaping=reward_shaping,
         judge_log_dir=(run / "judge").resolve(), ray_env=worker_env(log_path, profile, judge),
     )
+    overrides += extra
     cmd = grpo_command(python)
-    write_overrides(run, cmd, overrides)
-    log_attention(profile)
-    env = {**ray_env(ray_address, profile.n_gpus_per_node * profile.nnodes),
-           "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
-    if check is not None:
-        check(propagated_env(), ray_address)
-    if start_head and not ray_address:
-        runner(["ray", "start", "--head", "--disable-usage-stats"], env={**os.environ, **env}, check=True)
-        env["RAY_ADDRESS"] = "auto"
-    try:
-        launch(cmd, overrides, env, runner=runner)
-    finally:
+    logs = old_logs
+    if not done:
+        write_overrides(run, cmd, overrides)
+        log_attention(profile)
+        env = {**ray_env(ray_address, profile.n_gpus_per_node * profile.nnodes),
+               "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
+        if check is not None:
+            check(propagated_env(), ray_address)
         if start_head and not ray_address:
-            runner(["ray", "stop"], env={**os.environ, **env}, check=False)
-    rows = vlogs.step_rows([*old_logs, log_path], run, reward_mode, train_files, val_files)
+            runner(["ray", "start", "--head", "--disable-usage-stats"], env={**os.environ, **env}, check=True)
+            env["RAY_ADDRESS"] = "auto"
+        try:
+            launch(cmd, overrides, env, runner=runner)
+        finally:
+            if start_head and not ray_address:
+                runner(["ray", "stop"], env={**os.environ, **env}, check=False)
+        logs = [*old_logs, log_path]
+    rows = vlogs.step_rows(logs, run, reward_mode, train_files, val_files)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
-    dev = final_dev(vlogs.read_file_logs([*old_logs, log_path]), val_files, rows[-1]["step"] if rows else None)
-    ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
+    dev = final_dev(vlogs.read_file_logs(logs), val_files, rows[-1]["step"] if rows else None)
+    ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner, target_steps=steps)
     attn, rmpad = resolve_attention(profile)
     return {
         "engine": "verl",
@@ -350,21 +364,29 @@ def run_sft_verl(
     run = Path(run_dir)
     profile = profile or load_profile(verl.profile)
     check_sft_batch(sft, verl, profile)
-    log_path, old_logs = next_attempt_log(run)
     ckpt_dir = run / "checkpoints"
+    steps = sft.max_steps if sft.max_steps and sft.max_steps > 0 else None
+    hint = steps or sft_steps(train_files, verl.sft_train_batch_size, sft.epochs)
+    done, extra = pre_launch(run, ckpt_dir, out_model_dir, model_path, verl, steps,
+                             save_freq_for(verl.save_freq, hint), SFT_LOAD_CONTENTS)
+    log_path, old_logs = next_attempt_log(run)
     overrides = sft_overrides(
         sft, verl, profile, train_files=Path(train_files).resolve(),
         val_files=None if val_files is None else Path(val_files).resolve(), model_path=model_path,
-        ckpt_dir=ckpt_dir.resolve(), experiment_name=experiment_name,
-    )
+        ckpt_dir=ckpt_dir.resolve(), experiment_name=experiment_name, steps_hint=hint,
+    ) + extra
     cmd = sft_command(profile, python=python, rdzv_endpoint=rdzv_endpoint)
-    write_overrides(run, cmd, overrides)
-    log_attention(profile)
-    env = {"WANDB_MODE": os.environ.get("WANDB_MODE", "offline"), "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
-    launch(cmd, overrides, env, runner=runner, unset=(NOSET_CUDA_VISIBLE_DEVICES,))
-    rows = vlogs.sft_rows(vlogs.read_file_logs([*old_logs, log_path]))
+    logs = old_logs
+    if not done:
+        write_overrides(run, cmd, overrides)
+        log_attention(profile)
+        env = {"WANDB_MODE": os.environ.get("WANDB_MODE", "offline"),
+               "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}
+        launch(cmd, overrides, env, runner=runner, unset=(NOSET_CUDA_VISIBLE_DEVICES,))
+        logs = [*old_logs, log_path]
+    rows = vlogs.sft_rows(vlogs.read_file_logs(logs))
     vlogs.write_tsv(curves_path, rows, vlogs.SFT_COLUMNS)
-    ckpt = _publish(ckpt_dir, out_model_dir, None, run, python, runner)
+    ckpt = _publish(ckpt_dir, out_model_dir, None, run, python, runner, target_steps=steps)
     val = [r["val_loss"] for r in rows if r.get("val_loss") is not None]
     attn, rmpad = resolve_attention(profile)
     return {
@@ -378,12 +400,15 @@ def run_sft_verl(
 
 
 def _publish(
-    ckpt_dir: Path, out_model_dir: str | Path, role: str | None, run: Path, python: str, runner: Runner
+    ckpt_dir: Path, out_model_dir: str | Path, role: str | None, run: Path, python: str, runner: Runner,
+    target_steps: int | None = None,
 ) -> str:
     """Merge the last checkpoint into ``out_model_dir`` atomically, with a record of the run beside the weights:
     ``verl_overrides.txt`` (:func:`portable_overrides` of the run's) and ``verl_merge.json`` (the checkpoint merged,
     as ``<run>/…``). The exact, machine-specific ``verl_command.sh`` and ``verl_overrides.txt`` stay in the run folder.
-    Returns the checkpoint's absolute path."""
+    Once published, the run keeps only its newest checkpoint's model (the optimizer state and older checkpoints are
+    deleted: :func:`rlvr.train.verl.checkpoints.drop_optimizer`) and is marked finished for ``target_steps``
+    (:func:`rlvr.train.verl.resume.mark_finished`). Returns the checkpoint's absolute path."""
     with atomic_dir(out_model_dir) as tmp:
         cmd = merge(ckpt_dir, tmp, role=role, python=python, runner=runner)
         overrides = (run / "verl_overrides.txt").read_text(encoding="utf-8").splitlines()
@@ -391,4 +416,10 @@ def _publish(
         local_dir = cmd[cmd.index("--local_dir") + 1]
         atomic_write_json(tmp / "verl_merge.json", {"checkpoint": portable_path(local_dir, run),
                                                     "merger": "verl.model_merger fsdp"})
+    freed = drop_optimizer(ckpt_dir)
+    if freed:
+        print(f"verl: published; dropped {freed / 1e9:.1f} GB of optimizer state and older checkpoints from {ckpt_dir}",
+              file=sys.stderr)
+    mark_finished(run, ckpt_dir, target_steps)
     return local_dir
+

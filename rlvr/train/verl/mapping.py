@@ -15,8 +15,8 @@ from typing import Any
 from rlvr.config import ConfigError
 from rlvr.train.verl.params import VerlParams, VerlProfile
 
-__all__ = ["check_grpo_batch", "check_sft_batch", "epochs_for", "local_or_id", "ray_env_override", "resolve_attention",
-           "save_freq_for", "scheduler_for", "steps_for"]
+__all__ = ["SAVE_LOSS_FRACTION", "check_grpo_batch", "check_sft_batch", "epochs_for", "local_or_id",
+           "ray_env_override", "resolve_attention", "save_freq_for", "scheduler_for", "steps_for"]
 
 
 def epochs_for(total_epochs: int, total_training_steps: int | None) -> int:
@@ -141,13 +141,24 @@ def check_grpo_batch(grpo: Any, verl: VerlParams, profile: VerlProfile, where: s
                      verl.profile)
 
 
-def save_freq_for(save_freq: int) -> int:
-    """``trainer.save_freq`` for verl's PPO/GRPO trainer: ``save_freq``, or 10**9 when it is <= 0.
+SAVE_LOSS_FRACTION = 0.05
+"""``save_freq: auto`` saves often enough that a crash loses at most this fraction of the run's steps."""
+
+
+def save_freq_for(save_freq: int | str, steps: int | None = None, last_only: int = 10**9) -> int:
+    """``trainer.save_freq`` for verl: ``save_freq`` when it is a positive number; ``last_only`` (default 10**9, a
+    period longer than any run: only the last step is saved) when it is <= 0; for ``auto``,
+    ``max(1, floor(steps x SAVE_LOSS_FRACTION))`` so that a crash loses at most ~5 % of the run (100 steps: every 5;
+    20: every step), or 10 when ``steps`` is unknown (an epoch-bounded run the caller could not count).
 
     verl 0.9.1's v1 PPO trainer (``verl/trainer/ppo/v1/trainer_base.py``) saves only when ``save_freq > 0`` (then at
-    every multiple and at the last step), so ``-1`` left no checkpoint to merge (seen on the H100). A period longer
-    than any run saves the last step only, which is what ``save_freq: -1`` means here."""
-    return save_freq if save_freq > 0 else 10**9
+    every multiple and at the last step), so ``-1`` left no checkpoint to merge (seen on the H100): hence the long
+    period for "last step only". Raises :class:`ConfigError` for any other string."""
+    if isinstance(save_freq, str):
+        if save_freq != "auto":
+            raise ConfigError(f"verl.save_freq: {save_freq!r} is neither a number of steps nor 'auto'")
+        return max(1, int(steps * SAVE_LOSS_FRACTION)) if steps else 10
+    return save_freq if save_freq > 0 else last_only
 
 
 def local_or_id(model: str | Path) -> str:

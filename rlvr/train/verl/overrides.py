@@ -278,7 +278,7 @@ def grpo_overrides(
         ("trainer.nnodes", profile.nnodes),
         ("trainer.total_epochs", epochs_for(verl.total_epochs, steps)),
         ("trainer.total_training_steps", steps),
-        ("trainer.save_freq", save_freq_for(verl.save_freq)),
+        ("trainer.save_freq", save_freq_for(verl.save_freq, steps)),
         ("trainer.test_freq", verl.test_freq),
         ("trainer.val_before_train", True),
         ("trainer.logger", _loggers(verl)),
@@ -305,6 +305,7 @@ def sft_overrides(
     model_path: str | Path,
     ckpt_dir: str | Path,
     experiment_name: str,
+    steps_hint: int | None = None,
 ) -> list[str]:
     """The Hydra overrides for ``torchrun … -m verl.trainer.sft_trainer`` (config ``sft_trainer_engine``).
 
@@ -313,6 +314,8 @@ def sft_overrides(
             epochs, max_steps, warmup_ratio, weight_decay, max_grad_norm, seed, lora_r, lora_alpha``).
         train_files / val_files: ``messages`` parquet files (:func:`rlvr.train.verl.data.write_sft_parquet`).
         model_path: base model (Hub id or HF folder). ckpt_dir: ``trainer.default_local_dir``.
+        steps_hint: the run's optimizer steps when epochs decide them (rows // batch x epochs), for
+            ``save_freq: auto`` (:func:`save_freq_for`; verl's SFT trainer keeps ``-1`` = never, last step saved).
 
     Raises:
         ConfigError: ``sft.epochs`` is fractional (verl counts whole epochs; use ``max_steps``).
@@ -349,7 +352,8 @@ def sft_overrides(
         ("trainer.nnodes", profile.nnodes),
         ("trainer.total_epochs", max(1, int(sft.epochs))),
         ("trainer.total_training_steps", sft.max_steps if sft.max_steps and sft.max_steps > 0 else None),
-        ("trainer.save_freq", verl.save_freq),
+        ("trainer.save_freq", save_freq_for(verl.save_freq, sft.max_steps if sft.max_steps and sft.max_steps > 0
+                                            else steps_hint, last_only=-1)),
         ("trainer.test_freq", verl.test_freq if val_files is not None else -1),
         ("trainer.logger", _loggers(verl)),
         ("trainer.project_name", verl.project_name),

@@ -109,9 +109,12 @@ class VerlParams(Section):
         The learning-rate schedule is the stage's own ``lr_scheduler_type`` (``constant`` | ``cosine``, the only two
         verl 0.9.1 has; any other is an error under verl).
         save_freq / test_freq: steps between checkpoints / validations (-1 = never; verl always saves the last step,
-            and with test_freq > 0 validates it too). GRPO's ``dev`` score is verl's validation after the last step
+            and with test_freq > 0 validates it too). ``save_freq: auto`` (default) = every 5 % of the run's steps, so
+            a crash loses at most ~5 % (:func:`rlvr.train.verl.mapping.save_freq_for`). GRPO's ``dev`` score is
+            verl's validation after the last step
             (:func:`rlvr.train.verl.validation.validation_scores`): with test_freq -1 the stage writes none.
-        max_ckpt_to_keep: checkpoints kept on disk (``None`` = all).
+        max_ckpt_to_keep: checkpoints kept on disk (``None`` = all); rlvr prunes the ones a resumed verl forgets and,
+            after publishing, keeps only the newest one's model (:mod:`rlvr.train.verl.checkpoints`, sizes there).
         reward_function: ``compute_score_async`` (awaited on the reward loop) or ``compute_score``.
         reward_manager: ``naive`` or ``rate_limited`` (then ``reward_max_concurrent`` requests and
             ``reward_timeout_s`` seconds per call).
@@ -138,7 +141,7 @@ class VerlParams(Section):
     kl_loss_type: Literal["kl", "abs", "mse", "low_var_kl", "full"] = "low_var_kl"
     total_epochs: int = Field(1, gt=0)
     total_training_steps: int | None = Field(None, gt=0)
-    save_freq: int = 20
+    save_freq: int | Literal["auto"] = "auto"
     test_freq: int = 10
     max_ckpt_to_keep: int | None = Field(2, gt=0)
     reward_function: Literal["compute_score_async", "compute_score"] = "compute_score_async"
