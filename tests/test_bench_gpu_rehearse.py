@@ -77,3 +77,24 @@ def test_collect_compares_each_sample_with_its_expected_score(tmp_path):
     assert res["false_timeouts"] == 1
     assert res["below_expected"] == [{"step": 1, "id": "p/2", "n": 0, "label": "reference", "expected": 1.0,
                                       "observed": 0.0, "status": "timeout"}]
+
+
+def test_judge_log_groups_compare_multisets_and_count_false_timeouts(tmp_path):
+    """The judge log has no rollout_n: groups compare as multisets; a timeout on a sample the script did not make an
+    infinite loop is false, the script's own infinite loops are not."""
+    exp = {"kind": "grpo", "reward_mode": "dense", "problems": {
+        "p/1": {"kind": "mixed", "samples": [{"n": 0, "score": 1.0, "status": "accepted"},
+                                             {"n": 1, "score": 0.0, "status": "timeout"}]},
+        "p/2": {"kind": "all_pass", "samples": [{"n": 0, "score": 1.0}, {"n": 1, "score": 1.0}]}}}
+    (tmp_path / "judge").mkdir()
+    lines = [{"t": 1.0, "id": "p/1", "status": "timeout", "pass_ratio": 0.0, "judge_s": 45.0},
+             {"t": 2.0, "id": "p/1", "status": "accepted", "pass_ratio": 1.0, "judge_s": 0.1},
+             {"t": 3.0, "id": "p/2", "status": "accepted", "pass_ratio": 1.0, "judge_s": 0.1},
+             {"t": 4.0, "id": "p/2", "status": "timeout", "pass_ratio": 0.0, "judge_s": 30.0},
+             {"t": 5.0, "id": "x/9", "status": "syntax_error", "pass_ratio": 0.0, "judge_s": 0.0}]
+    (tmp_path / "judge" / "w1.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    g = rehearse.judge_log_groups(tmp_path, exp)
+    assert (g["samples"], g["problems"], g["unscripted_samples"]) == (5, 3, 1)
+    assert g["groups_as_expected"] == 1 and [d["id"] for d in g["groups_differing"]] == ["p/2"]
+    assert (g["timeouts"], g["timeouts_scripted"], g["false_timeouts"]) == (2, 1, 1)
+    assert g["judge_s"]["max"] == 45.0 and g["log_span_s"] == 4.0

@@ -301,6 +301,51 @@ def _dump_rows(run: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def judge_log_groups(run: Path, exp: dict[str, Any]) -> dict[str, Any]:
+    """What the judge log (``<run>/judge/*.jsonl``, :mod:`rlvr.reward.judge_log`: one line per scored sample, written
+    as each rollout is scored, so it exists before a step's update) says against the script: per problem, the
+    multiset of the samples' ``pass_ratio`` against the expected scores (``dense``: score = pass_ratio; the log has
+    no ``rollout_n``, so groups are compared as multisets, ``k`` copies for a problem drawn ``k`` times), the groups
+    that differ, the statuses, the judge seconds per sample (p50 / p99 / max / sum) and the log's span (first to last
+    line, seconds). Timeouts are false when they land on a sample the script did not make an infinite loop."""
+    import statistics
+    from collections import Counter
+
+    lines: list[dict[str, Any]] = []
+    for f in sorted((run / "judge").glob("*.jsonl")):
+        lines += [json.loads(x) for x in f.read_text(encoding="utf-8").splitlines() if x.strip()]
+    by_id: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in lines:
+        by_id[str(r.get("id"))].append(r)
+    differ, kinds, unscripted = [], Counter(), 0
+    expected_timeouts = 0
+    for pid, rs in by_id.items():
+        e = exp["problems"].get(pid)
+        if e is None:
+            unscripted += len(rs)
+            continue
+        kinds[e["kind"]] += 1
+        k = max(1, len(rs) // max(1, len(e["samples"])))
+        want = Counter(round(float(s["score"]), 6) for s in e["samples"] for _ in range(k))
+        got = Counter(round(float(r.get("pass_ratio", 0.0)), 6) for r in rs)
+        expected_timeouts += k * sum(s.get("status") == "timeout" for s in e["samples"])
+        if want != got:
+            differ.append({"id": pid, "kind": e["kind"], "missing": {str(x): n for x, n in (want - got).items()},
+                           "extra": {str(x): n for x, n in (got - want).items()},
+                           "statuses": dict(Counter(r.get("status") for r in rs))})
+    js = sorted(float(r.get("judge_s", 0.0)) for r in lines)
+    ts = sorted(float(r["t"]) for r in lines if "t" in r)
+    statuses = Counter(r.get("status") for r in lines)
+    return {"samples": len(lines), "problems": len(by_id), "kinds": dict(kinds), "unscripted_samples": unscripted,
+            "groups_as_expected": sum(kinds.values()) - len(differ), "groups_differing": differ,
+            "statuses": dict(statuses), "timeouts": statuses.get("timeout", 0),
+            "timeouts_scripted": expected_timeouts,
+            "false_timeouts": max(0, statuses.get("timeout", 0) - expected_timeouts),
+            "judge_s": {"p50": statistics.median(js), "p99": js[max(0, int(0.99 * len(js)) - 1)], "max": js[-1],
+                        "sum": sum(js)} if js else None,
+            "log_span_s": ts[-1] - ts[0] if ts else None}
+
+
 def cmd_collect(a: argparse.Namespace) -> None:
     """Per step: the reward verl logged (the rollout dump's scores) against the script's expected scores for the
     same samples; the samples that scored below expectation (load-caused verdicts); the zero-variance share of the
@@ -316,7 +361,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
         if not dumps:
             raise SystemExit(f"collect: no rollout dump under .cache/train for {exp['kind']}; pass --run")
         run = max(dumps, key=lambda p: p.stat().st_mtime).parent
-    rows = _dump_rows(run)
+    rows = _dump_rows(run) if (run / "rollouts").is_dir() else []
     steps: dict[int, dict[str, Any]] = {}
     below: list[dict[str, Any]] = []
     by_group: dict[tuple[int, str], list[float]] = defaultdict(list)
@@ -351,6 +396,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
     cost = layout_paths(d / "curves.tsv")[1]
     cost = cost if cost is not None and Path(cost).exists() else None
     out = {"dir": str(d), "run": str(run), "reward_mode": exp["reward_mode"], "steps": table,
+           "judge_log": judge_log_groups(run, exp),
            "below_expected": below, "false_timeouts": sum(1 for b in below if b["status"] == "timeout"),
            "statuses_by_label": {k: dict(v) for k, v in labels.items()}, "curves_tsv": curves,
            "cost_tsv": Path(cost).read_text(encoding="utf-8") if cost else None}
