@@ -36,35 +36,11 @@ if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
   echo "run_gpu.sh: no bubblewrap: put bwrap on PATH, set RLVR_BWRAP, or pass BWRAP_DEB=<bubblewrap .deb>" >&2; exit 2
 fi
 PY=python3
-# the sandbox's interpreter must import what benchmark programs import (rlvr.judge.preflight.SANDBOX_MODULES:
-# sortedcontainers, numpy), or every correct program importing one is judged runtime_error (the 2026-11-28 rehearsal:
-# the image's python3 lacked sortedcontainers). A missing one goes into $SANDBOX_SITE (not under /root: mode 700),
-# which RLVR_SANDBOX_SITE names: unpacked from its Debian .deb (python3-<module>_*.deb in .gpu/, .whl/deb/ or
-# bench/gpu/) or wheel (<module>-*.whl in .gpu/ or .whl/), else copied from $PY's own when it is the same Python
-# version (numpy: the image has it). The judge's preflight checks the same modules inside the sandbox at each start.
-SANDBOX_SITE="${SANDBOX_SITE:-/opt/rlvr-sandbox-site}"
-sbpy=$($PY -c "from rlvr.judge.sandbox.bwrap import sandbox_python as p; print(p())")
-sbpath="${RLVR_SANDBOX_SITE:+$RLVR_SANDBOX_SITE:}$SANDBOX_SITE"
-for m in $($PY -c "from rlvr.judge.preflight import SANDBOX_MODULES as m; print(*m)"); do
-  env -i PYTHONPATH="$sbpath" "$sbpy" -s -c "import $m" >/dev/null 2>&1 && continue
-  mkdir -p "$SANDBOX_SITE"
-  deb=$(ls .gpu/python3-"$m"_*.deb .whl/deb/python3-"$m"_*.deb bench/gpu/python3-"$m"_*.deb 2>/dev/null | head -1)
-  whl=$(ls .gpu/"$m"-*.whl .whl/"$m"-*.whl 2>/dev/null | head -1)
-  if [ -n "$deb" ]; then
-    tmp=$(mktemp -d) && dpkg -x "$deb" "$tmp" && cp -r "$tmp"/usr/lib/python3/dist-packages/. "$SANDBOX_SITE"/
-    rm -rf "$tmp"
-  elif [ -n "$whl" ]; then $PY -m zipfile -e "$whl" "$SANDBOX_SITE"
-  elif src=$($PY -c "import os, $m; print(os.path.dirname($m.__file__))" 2>/dev/null) && \
-      [ "$($PY -c 'import sys; print(sys.version_info[:2])')" = "$("$sbpy" -c 'import sys; print(sys.version_info[:2])')" ]; then
-    cp -r "$src" "$SANDBOX_SITE"/ && { [ ! -d "$src.libs" ] || cp -r "$src.libs" "$SANDBOX_SITE"/; }
-  fi
-  chmod -R a+rX "$SANDBOX_SITE"
-  if ! env -i PYTHONPATH="$sbpath" "$sbpy" -s -c "import $m" >/dev/null 2>&1; then
-    echo "run_gpu.sh: the sandbox's interpreter $sbpy cannot import $m: put python3-${m}_*.deb (apt-get download" \
-      "python3-$m) or a $m wheel in .gpu/, or set RLVR_SANDBOX_SITE to a folder holding it" >&2; exit 2
-  fi
-done
-[ -d "$SANDBOX_SITE" ] && export RLVR_SANDBOX_SITE="$sbpath"
+# the sandbox's interpreter must import what benchmark programs import (sortedcontainers, numpy), or every correct
+# program importing one is judged runtime_error (the 2026-11-28 rehearsal): sandbox_site.sh puts the missing ones in a
+# folder that RLVR_SANDBOX_SITE names, or stops naming the module
+sbsite=$(PY=$PY bash bench/gpu/sandbox_site.sh) || exit 2
+[ -n "$sbsite" ] && export RLVR_SANDBOX_SITE="$sbsite"
 
 part() {  # part NAME COMMAND...: run, time, sample GPU memory, record
   local name="$1"; shift

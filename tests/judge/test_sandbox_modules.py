@@ -8,8 +8,10 @@ import gzip
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -130,37 +132,55 @@ def test_a_stage_and_the_verl_launch_stop_at_their_start(tmp_path: Path) -> None
         judge_preflight(NoModuleJudge(absent=("numpy",)))
 
 
+def _wheel(folder: Path, module: str, source: str) -> None:
+    with zipfile.ZipFile(folder / f"{module}-1.0-py3-none-any.whl", "w") as z:
+        z.writestr(f"{module}/__init__.py", source)
+
+
 @pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="needs /usr/bin/python3 (the sandbox's default)")
-def test_the_real_sandbox_with_an_interpreter_lacking_sortedcontainers(monkeypatch) -> None:
+def test_the_gpu_recipe_gives_a_sandbox_lacking_sortedcontainers_its_modules(monkeypatch) -> None:
     """The GPU node's case, in the real sandbox: its interpreter (a venv of /usr/bin/python3 without system packages,
-    via RLVR_SANDBOX_PYTHON) lacks sortedcontainers: the preflight stops; with a folder holding it named in
-    RLVR_SANDBOX_SITE (what run_gpu.sh makes), a LeetCode-style program importing it is accepted."""
+    via RLVR_SANDBOX_PYTHON) lacks sortedcontainers: the preflight stops; bench/gpu/sandbox_site.sh (run_gpu.sh's
+    step) stops naming it when it has nothing to install, else unpacks the wheels it finds in .gpu/ into a folder it
+    prints for RLVR_SANDBOX_SITE, with which the preflight passes and a program importing SortedList is accepted."""
     from rlvr.judge import Judge
 
     # folders the sandbox's uid can read, outside /tmp (the sandbox's own tmpfs)
     base = ROOT / ".cache" / "test_sandbox_modules"
-    venv, site = base / "venv", base / "site"
+    venv, site, work = base / "venv", base / "site", base / "work"
+    shutil.rmtree(site, ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
     if not (venv / "bin" / "python3").exists():
         subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    pkg = site / "sortedcontainers"
-    pkg.mkdir(parents=True, exist_ok=True)
-    (pkg / "__init__.py").write_text("class SortedList(list):\n    def __init__(self, it=()):\n"
-                                     "        super().__init__(sorted(it))\n")
-    for d, _, files in os.walk(base):
+    (work / ".gpu").mkdir(parents=True)
+    for d in (ROOT / ".cache", base, venv, venv / "bin"):
         os.chmod(d, 0o755)
-        for f in files:
-            if not os.path.islink(os.path.join(d, f)):
-                os.chmod(os.path.join(d, f), 0o644)
-    os.chmod(ROOT / ".cache", 0o755)
-    os.chmod(pkg / "__init__.py", 0o666)  # writable by anyone: only the read-only mount keeps it intact
-    monkeypatch.setenv("RLVR_SANDBOX_PYTHON", str(venv / "bin" / "python3"))
+    sandbox_python = str(venv / "bin" / "python3")
+    monkeypatch.setenv("RLVR_SANDBOX_PYTHON", sandbox_python)
     monkeypatch.setenv("RLVR_SANDBOX_SITE", str(venv))  # the venv's own folder must be visible inside
     with Judge(workers=1) as judge, pytest.raises(JudgeUnavailable) as info:
-        check_sandbox_modules(judge, "embedded", modules=("sortedcontainers",))
-    assert f"(embedded, interpreter {venv}/bin/python3) cannot import sortedcontainers" in str(info.value)
-    monkeypatch.setenv("RLVR_SANDBOX_SITE", f"{venv}{os.pathsep}{site}")
+        check_sandbox_modules(judge, "embedded")
+    assert f"(embedded, interpreter {sandbox_python}) cannot import sortedcontainers" in str(info.value)
+
+    def recipe() -> subprocess.CompletedProcess:
+        env = {**os.environ, "PY": sys.executable, "SANDBOX_SITE": str(site),
+               "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path[1:]])}
+        return subprocess.run(["bash", str(ROOT / "bench" / "gpu" / "sandbox_site.sh")], cwd=work, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    out = recipe()
+    assert out.returncode == 1 and out.stdout == ""
+    assert f"interpreter {sandbox_python} cannot import sortedcontainers: put python3-sortedcontainers_" in out.stderr
+    _wheel(work / ".gpu", "sortedcontainers",
+           "class SortedList(list):\n    def __init__(self, it=()):\n        super().__init__(sorted(it))\n")
+    _wheel(work / ".gpu", "numpy", "def allclose(a, b):\n    return a == b\n")
+    out = recipe()
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"{venv}{os.pathsep}{site}"
+    os.chmod(site / "sortedcontainers" / "__init__.py", 0o666)  # writable by anyone: only the mount keeps it intact
+    monkeypatch.setenv("RLVR_SANDBOX_SITE", out.stdout.strip())
     with Judge(workers=1) as judge:
-        check_sandbox_modules(judge, "embedded", modules=("sortedcontainers",))
+        check_sandbox_modules(judge, "embedded")
         res = judge.run_code("from sortedcontainers import SortedList\nprint(SortedList([3, 1, 2])[0])\n")
         assert (res.verdict, res.stdout) == ("accepted", "1\n")
         res = judge.run_code("import sortedcontainers\nopen(sortedcontainers.__file__, 'a')\n")
