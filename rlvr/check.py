@@ -8,7 +8,8 @@
 3. **model**: ``model.name`` is ``tiny``, a local model folder, or a Hub id the Hub knows (looked up when it is
    reachable; :func:`rlvr.model.params.check_model_name`); under ``engine: verl`` ``verl.model`` likewise;
 4. **judge**: the judge works (:func:`rlvr.judge.preflight.preflight`: bubblewrap present and a trivial program
-   accepted in the embedded sandbox, or the server at ``RLVR_SANDBOX_URL`` reachable and judging);
+   accepted in the embedded sandbox, or the server at ``RLVR_SANDBOX_URL`` reachable and judging; its sandbox imports
+   :data:`rlvr.judge.preflight.SANDBOX_MODULES`, e.g. ``sortedcontainers``);
 5. **GPUs**: present (``nvidia-smi -L``) when ``engine: verl`` or a ``vllm`` backend or a ``cuda`` device needs them.
 
 Every problem is one line, ``file: key: problem`` with the nearest valid key or name as a suggestion

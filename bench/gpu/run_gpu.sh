@@ -13,7 +13,8 @@
 # and its row (rc, wall seconds, peak GPU memory) to $RES/parts.jsonl. Results accumulate in $RES across calls, and
 # bench/gpu/collect.py writes $OUT/results.json (+ $OUT/logs.tar.gz) after every call.
 # GRPO_MODEL: the grpo part's input model (models/sft). Environment: SITE (/root/site), RES (/root/gpu_results), OUT (./out), BWRAP_DEB (a bubblewrap .deb to unpack when
-# no bwrap is on PATH), PART_TIMEOUT_S (540).
+# no bwrap is on PATH), SANDBOX_SITE (/opt/rlvr-sandbox-site: the sandbox's missing Python modules, see below),
+# PART_TIMEOUT_S (540).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SITE="${SITE:-/root/site}"; RES="${RES:-/root/gpu_results}"; OUT="${OUT:-$PWD/out}"
@@ -24,7 +25,7 @@ export RLVR_SANDBOX_WORKERS="${RLVR_SANDBOX_WORKERS:-4}" RLVR_CACHE_DIR="$PWD/.c
 # vLLM 0.26's sampler imports flashinfer unless told not to; flashinfer-python is not carried (bench/gpu/resolve.py)
 export VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 RAY_USAGE_STATS_ENABLED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
-  deb="${BWRAP_DEB:-$(ls .whl/deb/bubblewrap_*.deb bench/gpu/*.deb 2>/dev/null | head -1)}"
+  deb="${BWRAP_DEB:-$(ls .whl/deb/bubblewrap_*.deb bench/gpu/bubblewrap_*.deb 2>/dev/null | head -1)}"
   # not under /root (mode 700): the judge runs bwrap as an unprivileged uid, which must reach the binary
   if [ -n "$deb" ]; then dpkg -x "$deb" /opt/bwrap && export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap
   elif [ -x /opt/bwrap/usr/bin/bwrap ]; then export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap  # unpacked by an earlier call
@@ -35,6 +36,11 @@ if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
   echo "run_gpu.sh: no bubblewrap: put bwrap on PATH, set RLVR_BWRAP, or pass BWRAP_DEB=<bubblewrap .deb>" >&2; exit 2
 fi
 PY=python3
+# the sandbox's interpreter must import what benchmark programs import (sortedcontainers, numpy), or every correct
+# program importing one is judged runtime_error (the 2026-11-28 rehearsal): sandbox_site.sh puts the missing ones in a
+# folder that RLVR_SANDBOX_SITE names, or stops naming the module
+sbsite=$(PY=$PY bash bench/gpu/sandbox_site.sh) || exit 2
+[ -n "$sbsite" ] && export RLVR_SANDBOX_SITE="$sbsite"
 
 part() {  # part NAME COMMAND...: run, time, sample GPU memory, record
   local name="$1"; shift

@@ -48,6 +48,8 @@ class RuntimeSettings(BaseSettings):
     ``RLVR_SANDBOX_WORKERS``: concurrent sandboxes of the embedded judge (default: CPU count).
     ``RLVR_CACHE_DIR``: cache folder (tokenizers, intermediate checkpoints); default ``.cache`` in the repo.
     ``RLVR_BWRAP``: path of the bubblewrap binary (default: found on PATH).
+    ``RLVR_SANDBOX_SITE``: extra folders of Python packages for the sandbox's interpreter (``os.pathsep``-separated,
+    absolute; bound read-only and put on its ``PYTHONPATH``: :func:`rlvr.judge.sandbox.bwrap.sandbox_site`).
     ``RLVR_SANDBOX_MAX_QUEUE``: judge server: requests allowed to wait for a free worker before it answers 503 with
     ``Retry-After`` (unset = ``RLVR_SANDBOX_QUEUE_FACTOR`` × workers; 0 = never queue).
     ``RLVR_SANDBOX_QUEUE_FACTOR``: judge server: queue bound as a multiple of its worker count (default 2).
@@ -76,6 +78,7 @@ class RuntimeSettings(BaseSettings):
     sandbox_workers: int = 0
     cache_dir: str = ".cache"
     bwrap: str = ""
+    sandbox_site: str = ""
     sandbox_max_queue: int | None = None
     sandbox_queue_factor: float = 2.0
     sandbox_retry_after_max_s: int = 30

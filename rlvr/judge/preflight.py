@@ -7,6 +7,10 @@ Without these guards a run would score 0 everywhere and exit 0, and DVC would ca
 * :func:`preflight` judges one trivial program (``print(int(input()) + 1)`` on ``41``) and requires ``accepted``;
   otherwise it raises :class:`JudgeUnavailable` with one sentence naming where the judge is (the URL, or
   ``embedded``) and the error.
+* :func:`check_sandbox_modules` (run by :func:`preflight`) runs one program through the sandbox (``run_code``) that
+  imports :data:`SANDBOX_MODULES`, the non-standard libraries the bundled benchmarks' programs and tests import; a
+  module the sandbox's interpreter lacks would make every correct program that imports it ``runtime_error`` (a silent
+  0 reward), so it raises :class:`JudgeUnavailable` naming the module, the interpreter and the fix.
 * :class:`GuardedJudge` wraps a judge, counts the verdicts it hands out, and :meth:`GuardedJudge.check_sandbox_errors`
   raises :class:`SandboxErrorShareExceeded` when the share of failed judge *requests* passes
   ``judge.max_sandbox_error_share`` (params section ``judge``, :class:`JudgeParams`). Infrastructure failures are
@@ -37,10 +41,12 @@ from rlvr.config import Section
 
 __all__ = [
     "PROBE_SOLUTION",
+    "SANDBOX_MODULES",
     "GuardedJudge",
     "JudgeParams",
     "JudgeUnavailable",
     "SandboxErrorShareExceeded",
+    "check_sandbox_modules",
     "judge_location",
     "load_judge_params",
     "open_judge",
@@ -50,6 +56,20 @@ __all__ = [
 
 #: The preflight's program: reads one integer, prints the next one.
 PROBE_SOLUTION = "print(int(input()) + 1)\n"
+
+#: Libraries outside the standard library that the benchmarks' programs and tests import, so the sandbox's interpreter
+#: must have them: ``sortedcontainers`` (LeetCodeDataset's prompt preamble and reference solutions,
+#: ``data/raw/leetcodedataset``: ``SortedList``/``SortedDict``) and ``numpy`` (the EvalPlus tests from the Hub,
+#: :mod:`rlvr.data.hub`: ``np.allclose``; one LeetCodeDataset reference). tests/judge/test_sandbox_modules.py scans the
+#: bundled ``data/raw`` benchmarks' code for non-standard imports and fails on one missing here. The CPU machines get
+#: both from Debian (``make system``: ``python3-sortedcontainers``, ``python3-numpy``); an offline GPU node from
+#: ``bench/gpu/run_gpu.sh`` (``RLVR_SANDBOX_SITE``, docs/training/gpu.md).
+SANDBOX_MODULES: tuple[str, ...] = ("sortedcontainers", "numpy")
+
+#: What to do when a module is missing (the end of :func:`check_sandbox_modules`'s message).
+_MODULE_FIX = ("install it for that interpreter (Debian/Ubuntu: apt-get install python3-{mod}, or `make system`), or, "
+               "on an offline node, unpack its .deb or wheel into a folder and name that folder in RLVR_SANDBOX_SITE "
+               "(bench/gpu/run_gpu.sh does; docs/training/gpu.md)")
 
 
 class JudgeParams(Section):
@@ -99,12 +119,13 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 
 def preflight(judge: Any, where: str | None = None) -> None:
-    """Judge :data:`PROBE_SOLUTION` once with ``judge.judge_many`` and require the verdict ``accepted``.
+    """Judge :data:`PROBE_SOLUTION` once with ``judge.judge_many`` and require the verdict ``accepted``, then
+    :func:`check_sandbox_modules` (one ``run_code``: the sandbox imports :data:`SANDBOX_MODULES`).
 
-    ``where``: the judge's location for the message (default :func:`judge_location`). Takes one judge call (a few
-    hundred ms embedded; a remote judge that cannot be reached takes its retries, seconds). Raises
+    ``where``: the judge's location for the message (default :func:`judge_location`). Takes one judge call and one
+    run (a few hundred ms embedded; a remote judge that cannot be reached takes its retries, seconds). Raises
     :class:`JudgeUnavailable` — ``"the judge (<where>) does not work: <error>"`` — when the call raises or the verdict
-    is anything but ``accepted``."""
+    is anything but ``accepted``, and :func:`check_sandbox_modules`'s one line when the sandbox lacks a module."""
     where = where or judge_location()
     try:
         result = judge.judge_many([(probe_problem(), PROBE_SOLUTION)])[0]
@@ -117,6 +138,55 @@ def preflight(judge: Any, where: str | None = None) -> None:
             (_first_line(t.message) for t in result.tests if t.message), "no message")
         raise JudgeUnavailable(
             f"the judge ({where}) does not work: a trivial program was judged {result.verdict} ({detail})")
+    check_sandbox_modules(judge, where)
+
+
+def _module_probe(modules: Sequence[str]) -> str:
+    """Source of the program :func:`check_sandbox_modules` runs: imports each of ``modules``, prints one JSON line
+    ``{"python": sys.executable, "missing": {module: "ExcType: message"}}``."""
+    return ("import json, sys\nmissing = {}\n"
+            f"for name in {list(modules)!r}:\n"
+            "    try:\n        __import__(name)\n"
+            "    except BaseException as exc:\n        missing[name] = f'{type(exc).__name__}: {exc}'\n"
+            "print(json.dumps({'python': sys.executable, 'missing': missing}))\n")
+
+
+def check_sandbox_modules(judge: Any, where: str | None = None,
+                          modules: Sequence[str] = SANDBOX_MODULES) -> None:
+    """Import ``modules`` (default :data:`SANDBOX_MODULES`) in one program run through ``judge.run_code`` — the
+    sandbox and interpreter submissions get — and raise :class:`JudgeUnavailable` when one is missing: one line naming
+    the first missing module, the judge (``where``, default :func:`judge_location`), the sandbox's interpreter
+    (``sys.executable`` inside) and what to do. One run (30 s limit; ~0.2 s embedded, numpy's import most of it).
+
+    A judge without ``run_code`` (not the SandboxFusion API, e.g. a test double) is not checked. Raises
+    :class:`JudgeUnavailable` too when the run itself fails (the call raises, or the program is not ``accepted``)."""
+    import json
+
+    run_code = getattr(judge, "run_code", None)
+    if not callable(run_code) or not modules:
+        return
+    where = where or judge_location()
+    try:
+        res = run_code(_module_probe(modules), timeout_s=30.0, memory_limit_mb=1024)
+    except Exception as exc:  # the judge's failure: one line
+        raise JudgeUnavailable(f"the judge ({where}) does not work: checking its sandbox's libraries raised "
+                               f"{type(exc).__name__}: {_first_line(str(exc)) or 'no message'}") from exc
+    lines = [ln for ln in str(getattr(res, "stdout", "")).splitlines() if ln.strip()]
+    try:
+        report = json.loads(lines[-1])
+        python, missing = str(report["python"]), dict(report["missing"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        err = str(getattr(res, "stderr", "")).strip().splitlines()
+        detail = _first_line(err[-1]) if err else "no output"
+        raise JudgeUnavailable(f"the judge ({where}) does not work: a program importing {', '.join(modules)} was "
+                               f"judged {getattr(res, 'verdict', '?')} ({detail})") from None
+    if missing:
+        mod = next(iter(missing))
+        also = f" (also missing: {', '.join(list(missing)[1:])})" if len(missing) > 1 else ""
+        raise JudgeUnavailable(
+            f"the judge's sandbox ({where}, interpreter {python}) cannot import {mod}{also}: "
+            f"{_first_line(missing[mod])}; every correct program importing it would be judged runtime_error — "
+            + _MODULE_FIX.format(mod=mod))
 
 
 class GuardedJudge:

@@ -7,6 +7,9 @@
   bound, read-only; the root and bwrap's minimal ``/dev`` are remounted read-only (``--remount-ro``); ``/tmp`` and
   ``/dev/shm`` are private size-capped tmpfs and ``/dev/mqueue`` its own mqueue mount, all wiped by the warden after
   every submission; the judge's in-sandbox code is bound read-only at ``/judge``.
+* ``RLVR_SANDBOX_SITE`` (:func:`sandbox_site`): extra folders of Python packages (e.g. ``sortedcontainers`` unpacked
+  from its .deb on an offline GPU node whose interpreter lacks it), each bound read-only at its own path and put on
+  the sandbox's ``PYTHONPATH``.
 * uid/gid 65534 inside; ``--die-with-parent``, ``--new-session``, ``--cap-drop ALL``; ``--clearenv`` plus a fixed
   small environment — and bwrap itself is started with an empty environment (:mod:`rlvr.judge.sandbox.host`), so no
   process of the sandbox, PID 1 included, carries a host variable.
@@ -22,7 +25,8 @@ from pathlib import Path
 from rlvr.config import RuntimeSettings
 from rlvr.judge.languages import LANGUAGES
 
-__all__ = ["INSIDE", "LITERAL", "LITERAL_SCAN", "SandboxError", "argv", "bwrap_path", "sandbox_python"]
+__all__ = ["INSIDE", "LITERAL", "LITERAL_SCAN", "SandboxError", "argv", "bwrap_path", "sandbox_python",
+           "sandbox_site"]
 
 INSIDE = Path(__file__).with_name("inside")
 LITERAL = Path(__file__).parent.parent / "literal.py"
@@ -61,6 +65,27 @@ def sandbox_python() -> str:
     return os.path.realpath(sys.executable)
 
 
+def sandbox_site() -> list[str]:
+    """The absolute folders named in ``RLVR_SANDBOX_SITE`` (``os.pathsep``-separated; empty entries skipped), in order:
+    the sandbox binds each read-only and puts them on its ``PYTHONPATH`` (before the interpreter's own site-packages,
+    after the script's folder). Raises :class:`SandboxError` naming the entry when one is not an existing absolute
+    folder, or lies under ``/tmp``, ``/dev`` or ``/proc`` (the sandbox's own mounts would hide it); a typo there
+    would otherwise surface as ``runtime_error`` verdicts. The uid 65534 of the sandbox must be able to read it (not
+    under a mode-700 ``/root``)."""
+    out = []
+    for entry in RuntimeSettings().sandbox_site.split(os.pathsep):
+        if not entry.strip():
+            continue
+        if not os.path.isabs(entry) or not os.path.isdir(entry):
+            raise SandboxError(f"RLVR_SANDBOX_SITE: {entry!r} is not an existing absolute folder")
+        path = os.path.normpath(entry)
+        if any(path == top or path.startswith(top + "/") for top in ("/tmp", "/dev", "/proc")):
+            raise SandboxError(f"RLVR_SANDBOX_SITE: {entry!r} is under /tmp, /dev or /proc, which the sandbox "
+                               "replaces with its own mounts: use another folder (e.g. /opt/rlvr-sandbox-site)")
+        out.append(path)
+    return out
+
+
 def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False, preload: bool = False) -> list[str]:
     """bwrap argv running the warden with its control socket at ``ctl_fd``; ``tmp_mb``: /tmp tmpfs cap, MB;
     ``forkloop``: the warden loads the compiled per-test loop (:mod:`rlvr.judge.sandbox.forkloop`, built first);
@@ -78,6 +103,8 @@ def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False, preload: bool = False
     prefix = str(Path(os.path.realpath(python)).parent.parent)
     if not prefix.startswith("/usr"):
         out += ["--ro-bind", prefix, prefix]
+    site = sandbox_site()
+    out += [a for d in site if not d.startswith("/usr/") for a in ("--ro-bind", d, d)]
     out += ["--ro-bind", str(INSIDE), "/judge/inside", "--ro-bind", str(LITERAL), "/judge/literal.py",
             "--ro-bind", str(LITERAL_SCAN), "/judge/literal_scan.py"]
     # Debian resolves shared libraries (BLAS for numpy) and toolchains through /etc/alternatives symlinks
@@ -92,7 +119,7 @@ def argv(ctl_fd: int, tmp_mb: int, forkloop: bool = False, preload: bool = False
     # planted next to the judge's own code or on its import path
     out += ["--remount-ro", "/dev", "--remount-ro", "/"]
     out += ["--uid", "65534", "--gid", "65534", "--hostname", "sandbox", "--chdir", "/tmp", "--clearenv"]
-    for k, v in SANDBOX_ENV.items():
+    for k, v in {**SANDBOX_ENV, **({"PYTHONPATH": os.pathsep.join(site)} if site else {})}.items():
         out += ["--setenv", k, v]
     # not -I: it implies -E, which would drop PYTHONHASHSEED=0 and make set/dict-of-str orders differ between
     # sandboxes (an expected value computed on one worker, compared on another); the environment is the fixed one

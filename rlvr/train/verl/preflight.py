@@ -4,7 +4,9 @@ verl's reward workers score every rollout with :func:`rlvr.reward.verl.compute_s
 infrastructure failure (no bubblewrap, an unreachable ``RLVR_SANDBOX_URL``) into ``sandbox_error``; a run whose judge
 never works therefore trains to its end on no reward (the launcher then refuses to publish it,
 :func:`rlvr.reward.judge_log.require_judged`, hours later). :func:`preflight` judges one known-correct program the
-way the reward workers will, before verl starts:
+way the reward workers will, and has the sandbox import the libraries the governed problems' programs import
+(:func:`rlvr.judge.preflight.check_sandbox_modules`: a node whose sandbox interpreter lacks ``sortedcontainers``
+would score every correct LeetCode program that imports it ``runtime_error``), before verl starts:
 
 * always in the launching process, with the judge :func:`rlvr.judge.client.get_judge` resolves from the environment
   the workers get (:func:`rlvr.train.verl.launch.propagated_env`: a local Ray cluster's workers run on this node with
@@ -23,6 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rlvr.data.schema import Problem, StdioTest
+from rlvr.judge.preflight import JudgeUnavailable, check_sandbox_modules
 
 __all__ = ["PREFLIGHT_PROBLEM", "PREFLIGHT_SOLUTION", "cluster_preflight", "judge_preflight", "preflight"]
 
@@ -39,8 +42,11 @@ def judge_preflight(judge: Any = None) -> dict[str, Any]:
     ``RLVR_SANDBOX_URL``, else the embedded judge with one sandbox, not the node's CPU count — closed afterwards, so
     no sandboxes stay alive in the launcher).
 
+    Then :func:`rlvr.judge.preflight.check_sandbox_modules` with the same judge (one ``run_code``).
+
     Returns ``{"host", "judge" (class name), "sandbox_url", "verdict", "judge_s"}``. Raises ``RuntimeError`` naming the
-    host, the judge and the verdict (or the exception) when the correct program is not accepted."""
+    host, the judge and the verdict (or the exception) when the correct program is not accepted, or the host and the
+    module when the sandbox cannot import one of :data:`rlvr.judge.preflight.SANDBOX_MODULES`."""
     from rlvr.config import RuntimeSettings
 
     url = RuntimeSettings().sandbox_url.strip()
@@ -57,6 +63,10 @@ def judge_preflight(judge: Any = None) -> dict[str, Any]:
 
                 judge = Judge(workers=1)
         res = judge.judge(PREFLIGHT_PROBLEM, PREFLIGHT_SOLUTION)
+        if res.verdict == "accepted":
+            check_sandbox_modules(judge, where)
+    except JudgeUnavailable as exc:  # a module the sandbox lacks: its one line, with the host
+        raise RuntimeError(f"judge preflight on {socket.gethostname()}: {exc}") from exc
     except Exception as exc:
         raise RuntimeError(f"judge preflight on {where}: the judge failed ({type(exc).__name__}: {exc})"[:2000]) \
             from exc
