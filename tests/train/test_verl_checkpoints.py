@@ -212,3 +212,18 @@ def test_a_hub_model_in_the_cache_is_sized(tmp_path, monkeypatch):
     monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache",
                         lambda repo, name: str(snap / name) if repo == "Qwen/Q7" else None)
     assert ck.model_params("Qwen/Q7") == QWEN7B and ck.model_params("Qwen/other") is None
+
+
+def test_model_only_checkpoints_of_the_lent_profiles_are_sized_at_4_bytes_per_param():
+    """The lent profiles save ``[model]`` (no Adam moments): sized as 12 B/param, a 7B run would be refused on the
+    lent 2 x H200's 128 GB disk although its model-only checkpoints (30 GB each) fit."""
+    for rel in ("profiles/lent/qwen7b_random_2xh100.yaml", "profiles/lent/qwen7b_scripted_2xh200.yaml"):
+        hw = load_profile(str(Path(__file__).resolve().parents[2] / rel))
+        assert ck.saves_optimizer(hw.extra_overrides, "actor_rollout_ref.actor.checkpoint.save_contents") is False
+        assert ck.saves_optimizer(hw.extra_overrides, "checkpoint.save_contents") is False
+    assert ck.saves_optimizer([], "checkpoint.save_contents") is True
+    assert ck.saves_optimizer(["++checkpoint.save_contents=[model,optimizer,extra]"], "checkpoint.save_contents")
+    n = QWEN7B
+    full, model_only = ck.checkpoint_plan(n, 2), ck.checkpoint_plan(n, 2, optimizer=False)
+    assert full.full == 12 * n and model_only.full == 4 * n and model_only.peak == 8 * n
+    assert model_only.peak < 128e9 < full.peak

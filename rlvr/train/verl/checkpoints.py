@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,7 @@ __all__ = [
     "load_contents_override",
     "model_params",
     "prune_checkpoints",
+    "saves_optimizer",
 ]
 
 MODEL_BYTES_PER_PARAM = 4
@@ -121,17 +123,31 @@ class CheckpointPlan:
 
     def line(self) -> str:
         """One human line: ``12.0 B/param x 7.6e9 = 91.2 GB per checkpoint, 2 at peak = 182.4 GB; …``."""
-        return (f"{self.full / GB:.1f} GB per checkpoint ({self.n_params / 1e9:.2f} B params x 12 B), "
+        per = self.full / self.n_params if self.n_params else 0
+        return (f"{self.full / GB:.1f} GB per checkpoint ({self.n_params / 1e9:.2f} B params x {per:.0f} B), "
                 f"{self.peak_count} at peak = {self.peak / GB:.1f} GB; published model {self.published / GB:.1f} GB; "
                 f"{self.after_publish / GB:.1f} GB kept after publishing")
 
 
-def checkpoint_plan(n_params: int, keep: int | None, steps: int | None = None, save_freq: int | None = None
-                    ) -> CheckpointPlan:
+def saves_optimizer(extra_overrides: Sequence[str], save_key: str) -> bool:
+    """Whether a run's checkpoints hold the optimizer state: ``False`` when ``extra_overrides`` (the profile's
+    ``hardware.extra_overrides``) set ``save_key`` (verl's ``…checkpoint.save_contents``, with or without a ``+``/``++``
+    prefix) to a list without ``optimizer`` (the lent profiles save ``[model]``), else ``True`` (verl's default
+    ``[model, optimizer, extra]``)."""
+    for o in extra_overrides:
+        key, _, value = str(o).lstrip("+").partition("=")
+        if key.strip() == save_key:
+            return "optimizer" in value
+    return True
+
+
+def checkpoint_plan(n_params: int, keep: int | None, steps: int | None = None, save_freq: int | None = None,
+                    optimizer: bool = True) -> CheckpointPlan:
     """The sizes of a verl run of ``n_params`` parameters keeping ``keep`` checkpoints (``None`` = all: the number
     of saves, ``ceil(steps / save_freq)`` plus the last, when both are known, else 2 is assumed). See the module doc
-    for the bytes per parameter and the ``max(K, 2)`` peak."""
-    full = n_params * (MODEL_BYTES_PER_PARAM + OPTIMIZER_BYTES_PER_PARAM)
+    for the bytes per parameter and the ``max(K, 2)`` peak. ``optimizer``: the checkpoints hold the Adam moments
+    (:func:`saves_optimizer`; ``False``: 4 B/param model-only checkpoints, as the lent profiles save)."""
+    full = n_params * (MODEL_BYTES_PER_PARAM + (OPTIMIZER_BYTES_PER_PARAM if optimizer else 0))
     if keep is None:
         count = (-(-steps // save_freq) + 1) if steps and save_freq and save_freq > 0 else 2
     else:
@@ -244,16 +260,16 @@ def load_contents_override(ckpt_dir: str | Path, key: str) -> list[str]:
 
 def disk_preflight(ckpt_dir: str | Path, out_model_dir: str | Path, model: str | Path, keep: int | None,
                    steps: int | None = None, save_freq: int | None = None,
-                   free: dict[str, int] | None = None) -> CheckpointPlan | None:
+                   free: dict[str, int] | None = None, optimizer: bool = True) -> CheckpointPlan | None:
     """Before a verl launch: size the run (:func:`checkpoint_plan` of :func:`model_params` of ``model``) and check
     that ``ckpt_dir``'s file system holds the peak checkpoints (less what the run's checkpoints already take there)
     and ``out_model_dir``'s the published model (:func:`check_free_space`, which raises
     :class:`rlvr.config.ConfigError` with the path and the shortfall). Returns the plan, or ``None`` (nothing checked)
-    when the model cannot be sized (a Hub id not yet downloaded)."""
+    when the model cannot be sized (a Hub id not yet downloaded). ``optimizer``: as :func:`checkpoint_plan`."""
     n = model_params(model)
     if n is None:
         return None
-    plan = checkpoint_plan(n, keep, steps, save_freq)
+    plan = checkpoint_plan(n, keep, steps, save_freq, optimizer)
     check_free_space({ckpt_dir: plan.peak - dir_bytes(ckpt_dir), out_model_dir: plan.published},
                      free={str(ckpt_dir): free[str(ckpt_dir)], str(out_model_dir): free[str(out_model_dir)]}
                      if free is not None else None)

@@ -293,7 +293,7 @@ def run_grpo_verl(
     ckpt_dir = run / "checkpoints"
     steps = steps_for(verl.total_training_steps, getattr(grpo, "max_steps", None), "grpo")
     done, extra = pre_launch(run, ckpt_dir, out_model_dir, model_path, verl, steps,
-                             save_freq_for(verl.save_freq, steps), GRPO_LOAD_CONTENTS)
+                             save_freq_for(verl.save_freq, steps), GRPO_LOAD_CONTENTS, profile.extra_overrides)
     log_path, old_logs = next_attempt_log(run)
     rollouts = run / "rollouts"
     overrides = grpo_overrides(
@@ -368,7 +368,7 @@ def run_sft_verl(
     steps = sft.max_steps if sft.max_steps and sft.max_steps > 0 else None
     hint = steps or sft_steps(train_files, verl.sft_train_batch_size, sft.epochs)
     done, extra = pre_launch(run, ckpt_dir, out_model_dir, model_path, verl, steps,
-                             save_freq_for(verl.save_freq, hint), SFT_LOAD_CONTENTS)
+                             save_freq_for(verl.save_freq, hint), SFT_LOAD_CONTENTS, profile.extra_overrides)
     log_path, old_logs = next_attempt_log(run)
     overrides = sft_overrides(
         sft, verl, profile, train_files=Path(train_files).resolve(),

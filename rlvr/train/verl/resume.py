@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from rlvr.train.verl.checkpoints import (
     disk_preflight,
     load_contents_override,
     prune_checkpoints,
+    saves_optimizer,
 )
 from rlvr.train.verl.params import VerlParams
 
@@ -115,13 +116,15 @@ def sft_steps(train_files: str | Path, batch: int, epochs: float) -> int | None:
 
 
 def pre_launch(run: Path, ckpt_dir: Path, out_model_dir: str | Path, model_path: str | Path, verl: VerlParams,
-               steps: int | None, save_freq: int, load_key: str) -> tuple[bool, list[str]]:
+               steps: int | None, save_freq: int, load_key: str,
+               extra_overrides: Sequence[str] = ()) -> tuple[bool, list[str]]:
     """What every verl launch does first: ``(finished, extra overrides)``.
 
     ``finished``: the run was published at its last checkpoint and reached ``steps``
     (:func:`rlvr.train.verl.resume.finished`): the caller merges it again instead of starting verl. Otherwise the
     checkpoints below the newest ``verl.max_ckpt_to_keep`` are deleted (verl forgets those of earlier attempts), the
-    free space is checked (:func:`rlvr.train.verl.checkpoints.disk_preflight`: raises
+    free space is checked for the checkpoints ``extra_overrides`` (the profile's) make verl save
+    (:func:`rlvr.train.verl.checkpoints.disk_preflight`: raises
     :class:`rlvr.config.ConfigError` naming the path and the shortfall; the sizes are printed to stderr), and, when
     the newest checkpoint lost its optimizer state at an earlier publish, ``[<load_key>=[model,extra]]`` is returned
     so verl continues from it (:func:`rlvr.train.verl.checkpoints.load_contents_override`)."""
@@ -131,7 +134,10 @@ def pre_launch(run: Path, ckpt_dir: Path, out_model_dir: str | Path, model_path:
         return True, []
     for gone in prune_checkpoints(ckpt_dir, verl.max_ckpt_to_keep):
         print(f"verl: pruned {gone} (below the newest {verl.max_ckpt_to_keep})", file=sys.stderr)
-    plan = disk_preflight(ckpt_dir, out_model_dir, model_path, verl.max_ckpt_to_keep, steps, save_freq)
+    # the profile's checkpoint contents (the lent profiles save [model] only: 4 B/param, not 12)
+    optimizer = saves_optimizer(extra_overrides, load_key.replace("load_contents", "save_contents"))
+    plan = disk_preflight(ckpt_dir, out_model_dir, model_path, verl.max_ckpt_to_keep, steps, save_freq,
+                          optimizer=optimizer)
     if plan is not None:
         print(f"verl disk: {plan.line()}", file=sys.stderr)
     extra = load_contents_override(ckpt_dir, load_key)
