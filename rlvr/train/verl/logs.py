@@ -56,11 +56,12 @@ max_memory_allocated_gb, max_memory_reserved_gb  ``actor/perf/max_memory_*``: th
                    training ranks since the worker started (verl never resets it: a running maximum, not the step's
                    own peak), GB (verl's figure, not nvidia-smi's whole device; cost mirror)
 judged             samples in the judge log for the step (empty without a judge log)
-num_turns          ``num_turns/mean``: messages per episode (prompt + responses + tool responses; 2 = one answer
-                   and no tool call; above 2 in repair only when the policy called a tool)
+num_turns          ``num_turns/mean``: messages per episode (prompt + responses + user/tool turns; 2 = one answer;
+                   above 2 in repair when the protocol gave feedback, :mod:`rlvr.repair.protocol`, or a
+                   ```python-run call ran)
 tool_parse_failures  tool calls of the step's episodes that verl's parser could not read (judge log's
-                   ``tool_parse_failures``, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`; empty without a
-                   judge log)
+                   ``tool_parse_failures``, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`; always 0 for
+                   repair-protocol rows, which have no verl tool; empty without a judge log)
 sandbox_error_share  judge log: the share of the step's training samples sent to the judge (``has_code``) whose
                    verdict was ``sandbox_error`` (0 on a healthy judge; empty without a judge log). The run stops
                    when it stays above ``judge.max_sandbox_error_share`` for ``judge.sandbox_error_window_steps``
