@@ -183,7 +183,7 @@ def test_committed_locks_are_the_index_s_files():
 
 
 # the stages a `dvc repro` runs on a GPU machine (governance and manifests run on CPU; their outputs are carried)
-GPU_STAGES = ["judge_check", "model", "baseline", "sft", "dpo", "grpo", "repair", "eval", "report"]
+GPU_STAGES = ["judge_check", "profile", "model", "baseline", "sft", "dpo", "grpo", "repair", "eval", "report"]
 # imported only where present: wandb (resolve.py SKIP; rlvr.eval.tracking imports it inside a try, when tracking is
 # on) and literal_scan (the sandbox's top-level name for rlvr/judge/literal_scan.py, tried before the package import)
 OPTIONAL = {"wandb", "literal_scan"}

@@ -5,6 +5,8 @@
 #
 #   bash bench/gpu/dvc_setup.sh PROFILE SEEDS DVC_WHEEL_DIR [DATA_TAR]
 #
+# (docs/training/gpu.md: DVC_WHEEL_DIR = .gpu/dvc, DATA_TAR = .gpu/gov.tar.xz, both written by bench/gpu/pack.sh)
+#
 # 1. installs dvc from DVC_WHEEL_DIR into $SITE (/root/site), every file sha256-checked against bench/gpu/dvc_wheels.txt
 #    (offline, --no-deps: the lock is complete against wheels.txt + the machine's packages);
 # 2. DVC without Git (the copy has no .git): core.no_scm; cache.type hardlink,symlink (five 15 GB models would not fit

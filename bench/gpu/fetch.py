@@ -11,6 +11,10 @@ target wheel tag); ``resolve.py --check`` checks the hashes against the index's 
 
     python bench/gpu/fetch.py --dest .whl [--lock bench/gpu/wheels.txt ...]
 
+By default ``wheels.txt``'s files go into ``DEST`` (what ``stage.sh split DEST ...`` packs) and ``dvc_wheels.txt``'s
+into ``DEST/dvc`` (what ``dvc_setup.sh`` installs from, carried in ``.gpu/dvc``: docs/training/gpu.md); each
+``--lock`` given goes into ``DEST`` itself.
+
 Raises ``SystemExit`` naming the row when pip fails (unavailable version, hash mismatch) or a file name differs.
 """
 
@@ -32,6 +36,8 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 HERE = Path(__file__).resolve().parent
+#: the default locks and the sub-folder of ``--dest`` each goes to (the GPU wheel set flat, dvc's set in ``dvc/``)
+DEFAULT_LOCKS = (("wheels.txt", ""), ("dvc_wheels.txt", "dvc"))
 PLATFORMS = [
     "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64", "manylinux_2_24_x86_64",
     "manylinux_2_26_x86_64", "manylinux_2_27_x86_64", "manylinux_2_28_x86_64", "manylinux_2_31_x86_64",
@@ -135,16 +141,18 @@ def fetch(rows: list[tuple[str, str, str, str]], dest: Path) -> None:
 
 
 def main() -> None:
-    """CLI: fetch every lock given (default: wheels.txt and dvc_wheels.txt beside this file)."""
+    """CLI: fetch every lock given into DEST (default: wheels.txt into DEST, dvc_wheels.txt into DEST/dvc)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dest", type=Path, default=Path(".whl"))
     ap.add_argument("--lock", type=Path, action="append")
     a = ap.parse_args()
-    locks = a.lock or [p for p in (HERE / "wheels.txt", HERE / "dvc_wheels.txt") if p.is_file()]
-    rows = [r for lock in locks for r in read_lock(lock)]
-    fetch(rows, a.dest)
-    total = sum((a.dest / f).stat().st_size for *_, f in rows)
-    print(f"{len(rows)} locked files, {total / 2**20:.1f} MiB, hashes verified -> {a.dest}")
+    targets = [(lock, a.dest) for lock in a.lock] if a.lock else [
+        (HERE / lock, a.dest / sub) for lock, sub in DEFAULT_LOCKS if (HERE / lock).is_file()]
+    for lock, dest in targets:
+        rows = read_lock(lock)
+        fetch(rows, dest)
+        total = sum((dest / f).stat().st_size for *_, f in rows)
+        print(f"{lock.name}: {len(rows)} locked files, {total / 2**20:.1f} MiB, hashes verified -> {dest}")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ parquet of the synthetic family (:func:`write_verl_parquet`). With
 896, 14 heads, 2 KV heads, intermediate 4864; 32 layers instead of 24 to make up for the small vocabulary) on the
 tiny model's tokenizer.
 
-    python bench/gpu/prepare.py --dest /work/main/.gpu [--big]
+    python bench/gpu/prepare.py --dest .gpu/suite [--big]
 
-Then carry ``<dest>`` to the GPU machine and run ``bash bench/gpu/run_gpu.sh`` inside it.
+Then carry ``.gpu`` to the GPU machine and run ``bash bench/gpu/run_gpu.sh`` inside a copy of ``<dest>``
+(docs/training/gpu.md, the one-GPU suite).
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@
 # and its row (rc, wall seconds, peak GPU memory) to $RES/parts.jsonl. Results accumulate in $RES across calls, and
 # bench/gpu/collect.py writes $OUT/results.json (+ $OUT/logs.tar.gz) after every call.
 # GRPO_MODEL: the grpo part's input model (models/sft). Environment: SITE (/root/site), RES (/root/gpu_results), OUT (./out), BWRAP_DEB (a bubblewrap .deb to unpack when
-# no bwrap is on PATH), SANDBOX_SITE (/opt/rlvr-sandbox-site: the sandbox's missing Python modules, see below),
-# PART_TIMEOUT_S (540).
+# no bwrap is on PATH; default: .gpu/bubblewrap_*.deb, else bench/gpu/bubblewrap_*.deb), SANDBOX_SITE
+# (/opt/rlvr-sandbox-site: the sandbox's missing Python modules, see below), PART_TIMEOUT_S (540).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 SITE="${SITE:-/root/site}"; RES="${RES:-/root/gpu_results}"; OUT="${OUT:-$PWD/out}"
@@ -25,7 +25,8 @@ export RLVR_SANDBOX_WORKERS="${RLVR_SANDBOX_WORKERS:-4}" RLVR_CACHE_DIR="$PWD/.c
 # vLLM 0.26's sampler imports flashinfer unless told not to; flashinfer-python is not carried (bench/gpu/resolve.py)
 export VLLM_USE_FLASHINFER_SAMPLER=0 VLLM_NO_USAGE_STATS=1 RAY_USAGE_STATS_ENABLED=0 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 if [ -z "${RLVR_BWRAP:-}" ] && ! command -v bwrap >/dev/null; then
-  deb="${BWRAP_DEB:-$(ls .whl/deb/bubblewrap_*.deb bench/gpu/bubblewrap_*.deb 2>/dev/null | head -1)}"
+  # .gpu/: the carry folder of bench/gpu/pack.sh (docs/training/gpu.md); bench/gpu/: the one-GPU suite's folder
+  deb="${BWRAP_DEB:-$(ls .gpu/bubblewrap_*.deb .whl/deb/bubblewrap_*.deb bench/gpu/bubblewrap_*.deb 2>/dev/null | head -1)}"
   # not under /root (mode 700): the judge runs bwrap as an unprivileged uid, which must reach the binary
   if [ -n "$deb" ]; then dpkg -x "$deb" /opt/bwrap && export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap
   elif [ -x /opt/bwrap/usr/bin/bwrap ]; then export RLVR_BWRAP=/opt/bwrap/usr/bin/bwrap  # unpacked by an earlier call
