@@ -24,6 +24,7 @@ from typing import Any
 
 from rlvr.eval.stats import seed_summary
 from rlvr.io import atomic_write_text
+from rlvr.layout import COST_KEY
 from rlvr.report import charts
 from rlvr.report.collect import Collected, Curve, Phase, TrainingRun, collect
 from rlvr.report.formats import flatten
@@ -137,7 +138,8 @@ def stability_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
             if len(cols) > len(shown):
                 notes.append(f"{len(cols) - len(shown)} more columns not drawn: {', '.join(cols[len(shown):])}")
             if any(k.startswith("reward") for k in present):
-                missing = [k for k in STABILITY_COLUMNS if k not in present]
+                # timing columns (judge_s) are drawn on the cost page, not here (rlvr.report.timings)
+                missing = [k for k in STABILITY_COLUMNS if k not in present and not COST_KEY.search(k)]
                 if missing:
                     notes.append(f"not logged: {', '.join(missing)}")
             if notes:

@@ -82,6 +82,7 @@ def test_cached_outputs_do_not_depend_on_timings(tmp_path):
     # the timings reach the uncached page: sft's train_runtime_s 61.2 s, then 183.6 s; the cached page links to it
     assert b"61.2" in a[COST_PAGE] and b"183.6" in b[COST_PAGE] and b"183.6" not in b["index.html"]
     assert f'href="{COST_PAGE}"'.encode() in b["index.html"] and b'href="index.html"' in b[COST_PAGE]
+    assert b"judge_s" not in b["index.html"] and b"judge_s" in b[COST_PAGE]  # not even "not logged: judge_s"
     assert b"metrics/cost/sft.json" in b[COST_PAGE] and b"metrics/cost/sft.json" not in b["index.html"]
     assert summary["cost_page"] == str(tmp_path / "b" / COST_PAGE)
 
