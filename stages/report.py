@@ -4,7 +4,8 @@ Reads ``params.yaml`` section ``report`` (:class:`rlvr.report.ReportParams`: boo
 order), ``metrics/*.json``, ``metrics/<stage>/**/*.tsv``, the final eval's ``metrics/final/*.json``, the per-task
 arrays ``data/<phase>/per_task/*.json`` and ``data/eval/final/<phase>/per_task/*.json``, and
 ``data/governance/audit.md`` (each metrics file read whole: scores, cost and provenance parts,
-:func:`rlvr.layout.read_metrics`). Writes ``reports/index.html`` (no network needed to view it: charts are inline SVG),
+:func:`rlvr.layout.read_metrics`). Writes ``reports/index.html`` (no network needed to view it: charts are inline SVG;
+no timing, so the same bytes on every machine), ``reports/cost.html`` (the timings: uncached in dvc.yaml),
 ``reports/plots/<stage>.tsv`` (the seeded curves, seeds overlaid, for ``dvc plots``) and
 ``reports/params.resolved.json``. Stages that have not run show as "not run".
 
@@ -25,7 +26,8 @@ def main(params: Params, metrics_dir: Path, data_dir: Path, out_path: Path) -> R
     """Render the quality / cost / stability / data report."""
     cfg = params.section("report", ReportParams)
     summary = build_report(cfg, metrics_dir, data_dir, out_path)
-    echo = (f"report: {out_path} ({summary['bytes'] / 1e3:.0f} kB, {summary['charts']} charts); "
+    echo = (f"report: {out_path} ({summary['bytes'] / 1e3:.0f} kB, {summary['charts']} charts; timings: "
+            f"{summary['cost_page']}); "
             f"phases {summary['phases'] or 'none'}; training {summary['training'] or 'none'}")
     if summary["not_run"]:
         echo += "\nnot run yet: " + "; ".join(summary["not_run"])

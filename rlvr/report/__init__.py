@@ -3,7 +3,9 @@
 Sections Final evaluation, Quality, Repair, Cost, Stability and Data (:mod:`rlvr.report.build`); files read by
 :mod:`rlvr.report.collect` (their formats: :mod:`rlvr.report.formats`); charts drawn with matplotlib
 (:mod:`rlvr.report.charts`) and inlined as SVG data URIs; HTML by Jinja2 (:mod:`rlvr.report.render`). Never depends
-on WandB (``rlvr wandb-sync`` in :mod:`rlvr.report.wandb_sync` only uploads the offline runs).
+on WandB (``rlvr wandb-sync`` in :mod:`rlvr.report.wandb_sync` only uploads the offline runs). The page holds no
+timing, so DVC caches the same bytes on any machine; the timings go to the uncached ``reports/cost.html``
+(:mod:`rlvr.report.timings`).
 
     python stages/report.py        # params.yaml section ``report``
 """

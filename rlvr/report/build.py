@@ -1,6 +1,11 @@
 """Build ``reports/index.html``: Final evaluation, Quality, Repair, Cost, Stability and Data sections from the
-metrics files that exist. The evaluation-result sections (Final evaluation, Quality, Repair) are in
-:mod:`rlvr.report.quality`; this module holds the Cost, Stability and Data sections and assembles the page.
+metrics files that exist, and ``reports/cost.html``, the page of the timings. The evaluation-result sections (Final
+evaluation, Quality, Repair) are in :mod:`rlvr.report.quality`; this module holds the Cost, Stability and Data
+sections and assembles the pages.
+
+``index.html`` is a cached DVC output, so it holds no timing (:mod:`rlvr.report.timings`: it is rendered from the
+metrics without their cost parts, and its Cost section links to ``cost.html``): the same metrics give the same bytes on
+any machine. ``cost.html`` (uncached) holds the Cost section and the per-step timing curves.
 
 Reads only files (:func:`rlvr.report.collect.collect`), never WandB, a model or the judge. A section or stage with no
 file yet says "not run", so the page grows with the pipeline.
@@ -19,12 +24,14 @@ from typing import Any
 
 from rlvr.eval.stats import seed_summary
 from rlvr.io import atomic_write_text
+from rlvr.layout import COST_KEY
 from rlvr.report import charts
 from rlvr.report.collect import Collected, Curve, Phase, TrainingRun, collect
 from rlvr.report.formats import flatten
 from rlvr.report.params import ReportParams
 from rlvr.report.quality import final_section, quality_section, repair_section
 from rlvr.report.render import Num, chart, fmt, pre, render_page, table, text
+from rlvr.report.timings import COST_PAGE, cost_link, cost_sections, is_cost_file, without_timings
 
 __all__ = ["STABILITY_COLUMNS", "ReportParams", "build_report", "build_sections"]
 
@@ -131,7 +138,8 @@ def stability_section(col: Collected, cfg: ReportParams) -> dict[str, Any]:
             if len(cols) > len(shown):
                 notes.append(f"{len(cols) - len(shown)} more columns not drawn: {', '.join(cols[len(shown):])}")
             if any(k.startswith("reward") for k in present):
-                missing = [k for k in STABILITY_COLUMNS if k not in present]
+                # timing columns (judge_s) are drawn on the cost page, not here (rlvr.report.timings)
+                missing = [k for k in STABILITY_COLUMNS if k not in present and not COST_KEY.search(k)]
                 if missing:
                     notes.append(f"not logged: {', '.join(missing)}")
             if notes:
@@ -230,8 +238,10 @@ def _not_run(col: Collected, cfg: ReportParams) -> list[str]:
     return out
 
 
-def build_sections(col: Collected, cfg: ReportParams) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """``(intro blocks, sections)`` of the page for ``col``."""
+def build_sections(col: Collected, cfg: ReportParams, cost: bool = True
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(intro blocks, sections)`` of the page for ``col``; with ``cost=False`` the Cost section is only a link to
+    the cost page (:func:`rlvr.report.timings.cost_link`), as in the cached ``index.html``."""
     from rlvr.report.render import table as _table
 
     intro: list[dict[str, Any]] = []
@@ -242,7 +252,10 @@ def build_sections(col: Collected, cfg: ReportParams) -> tuple[list[dict[str, An
         intro.append(_table(["file", "problem"], list(col.problems.items()), title="Unreadable files (skipped)"))
     intro.append(pre(f"Inputs ({len(col.sources)} files, sha256)",
                      "\n".join(f"{h[:16]}  {p}" for p, h in sorted(col.sources.items())) or "none"))
-    sections = [final_section(col, cfg), quality_section(col, cfg), repair_section(col, cfg), cost_section(col, cfg),
+    costs = cost_section(col, cfg) if cost else {"id": "cost", "title": "Cost",
+                                                 "blocks": [cost_link()] if col.phases or col.training else [],
+                                                 "missing": "no eval or training metrics yet"}
+    sections = [final_section(col, cfg), quality_section(col, cfg), repair_section(col, cfg), costs,
                 stability_section(col, cfg), data_section(col, cfg)]
     return intro, sections
 
@@ -285,19 +298,34 @@ def build_report(
     data_dir: str | Path = "data",
     out_path: str | Path = "reports/index.html",
 ) -> dict[str, Any]:
-    """Collect the metrics files, render the page and write it atomically to ``out_path``; write the seeds-overlaid
-    curve data for ``dvc plots`` (:func:`seed_overlays`) to ``<out_path's folder>/plots/``.
+    """Collect the metrics files, render the page without timings (:func:`rlvr.report.timings.without_timings`) and
+    write it atomically to ``out_path``; write the timings' page to ``<out_path's folder>/cost.html``
+    (:data:`rlvr.report.timings.COST_PAGE`: the Cost section, the per-step timing curves and the sha256 of the
+    ``metrics/cost/`` files read) and the seeds-overlaid curve data for ``dvc plots`` (:func:`seed_overlays`) to
+    ``<out_path's folder>/plots/``. Everything but ``cost.html`` is the same for metrics that differ only in their
+    timings.
 
     Returns a summary ``{"phases": [...], "final_phases": [...], "training": [...], "not_run": [...], "charts": n,
-    "bytes": size}``.
+    "bytes": size of out_path, "cost_page": its path}``.
     Never fails because a stage has not run; raises only on I/O errors writing ``out_path``."""
-    col = collect(metrics_dir, data_dir, cfg.phase_order)
-    intro, sections = build_sections(col, cfg)
+    full = collect(metrics_dir, data_dir, cfg.phase_order)
+    col = without_timings(full)
+    intro, sections = build_sections(col, cfg, cost=False)
     html = render_page(cfg.title, sections, intro)
     atomic_write_text(out_path, html)
+    cost_path = Path(out_path).parent / COST_PAGE
+    cost_files = sorted((p, h) for p, h in full.sources.items() if is_cost_file(p))
+    cost_intro = [
+        {"kind": "link", "href": Path(out_path).name, "text": f"Back to the report ({Path(out_path).name})",
+         "note": "The timings of this run: they depend on the machine and its load, so this page is not cached by "
+                 "DVC (reports/cost.html, cache: false)."},
+        pre(f"Inputs ({len(cost_files)} files, sha256)", "\n".join(f"{h[:16]}  {p}" for p, h in cost_files) or "none"),
+    ]
+    atomic_write_text(cost_path, render_page(f"{cfg.title}: cost", cost_sections(full, cost_section(full, cfg)),
+                                             cost_intro))
     for name, tsv in seed_overlays(col).items():
         atomic_write_text(Path(out_path).parent / "plots" / name, tsv)
     n_charts = sum(1 for s in sections for b in s["blocks"] if b["kind"] == "chart")
     return {"phases": [p.name for p in col.phases], "final_phases": [p.name for p in col.final_phases],
             "training": sorted(col.training), "not_run": _not_run(col, cfg), "charts": n_charts,
-            "bytes": len(html.encode())}
+            "bytes": len(html.encode()), "cost_page": str(cost_path)}

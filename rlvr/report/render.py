@@ -1,7 +1,8 @@
 """HTML rendering of the report: one Jinja2 template (autoescaped), inline CSS, no script, no external resource.
 
 A page is a list of sections; a section holds blocks: ``chart`` (an ``<img>`` with a data URI), ``table``,
-``text``, ``pre`` (collapsed ``<details>``). Builders in :mod:`rlvr.report.build` produce these plain dicts.
+``text``, ``link`` (a relative link to a page beside this one, e.g. the uncached ``cost.html``), ``pre`` (collapsed
+``<details>``). Builders in :mod:`rlvr.report.build` produce these plain dicts.
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ _BLOCK = """{% macro block(b) -%}
 </tr>{% endfor %}</tbody></table></div>
 {%- elif b.kind == "text" -%}
 <p class="{{ b.cls or '' }}">{{ b.text }}</p>
+{%- elif b.kind == "link" -%}
+<p><a href="{{ b.href }}">{{ b.text }}</a></p>
+{% if b.note %}<p class="note">{{ b.note }}</p>{% endif %}
 {%- elif b.kind == "list" -%}
 {% if b.title %}<h3>{{ b.title }}</h3>{% endif %}
 <ul class="{{ b.cls or '' }}">{% for i in b["items"] %}<li>{{ i }}</li>{% endfor %}</ul>

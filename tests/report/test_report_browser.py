@@ -54,17 +54,23 @@ def page(tmp_path_factory) -> tuple[Path, int]:
     return out, summary["charts"]
 
 
-def test_page_loads_charts_render_no_console_errors(page, tmp_path):
+@pytest.mark.parametrize(("name", "sections", "charts"), [("index.html", 6, 10), ("cost.html", 2, 2)])
+def test_page_loads_charts_render_no_console_errors(page, tmp_path, name, sections, charts):
+    """The report and its uncached cost page (linked from the report's Cost section) both render."""
     out, n_charts = page
-    probed = tmp_path / "probed.html"
-    probed.write_text(out.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    html = (out.parent / name).read_text(encoding="utf-8")
+    if name == "index.html":
+        assert html.count('<img class="chart"') == n_charts and 'href="cost.html"' in html
+    n_charts = html.count('<img class="chart"')
+    probed = out.parent / f"probed-{name}"  # beside the page, so its relative links resolve
+    probed.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
     res = _chromium(["--dump-dom", probed.as_uri()], tmp_path)
     assert res.returncode == 0, res.stderr[-2000:]
     m = re.search(r'data-probe="([^"]*)"', res.stdout)
     assert m, f"page did not finish loading; stderr: {res.stderr[-2000:]}"
     probe = json.loads(html_lib.unescape(m.group(1)))
-    assert probe["sections"] >= 6
-    assert probe["n"] == n_charts >= 10
+    assert probe["sections"] >= sections
+    assert probe["n"] == n_charts >= charts
     assert probe["ok"] == probe["n"] and all(w > 0 for w in probe["widths"])
     console = [ln for ln in res.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
     assert not console, console

@@ -41,7 +41,10 @@ def test_full_report_sections_and_charts(built):
     for sid in ("quality", "cost", "stability", "data"):
         assert f'<section id="{sid}">' in html
     imgs = IMG_RE.findall(html)
-    assert len(imgs) == summary["charts"] >= 10
+    assert len(imgs) == summary["charts"] >= 8
+    cost_imgs = IMG_RE.findall(Path(summary["cost_page"]).read_text(encoding="utf-8"))
+    assert len(cost_imgs) >= 2  # tokens per solved, generation vs judge wall: on the uncached cost page
+    imgs += cost_imgs
     for b64, alt in imgs:
         svg = base64.b64decode(b64)
         tree = ET.fromstring(svg)  # well-formed SVG
