@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "evaluation.md"
 #: Files whose documented commands are measured (the README's workflow 1 runs the same `dvc exp show` line).
-SOURCES = (DOC,)
+SOURCES = (DOC, ROOT / "README.md")
 METRICS_WIDTH = 200
 SCREEN = 120
 #: An experiment row's first cell (``├── 1a2b3c4 [headline-dpo]``, 26 characters) is wider than ``workspace`` and a
@@ -39,10 +39,11 @@ def _run(cmd: str) -> str:
 
 
 def _block_lines(path: Path, start: str) -> list[str]:
-    """The commands (comment stripped) of the indented code lines of ``path`` that start with or contain ``start``."""
+    """The commands (comment stripped) of the code lines of ``path`` (indented, or a fenced block's line starting
+    with ``start``) that contain ``start``."""
     cmds = []
     for line in path.read_text(encoding="utf-8").splitlines():
-        if line.startswith("    ") and start in line:
+        if (line.startswith("    ") or line.startswith(start)) and start in line:
             cmds.append(re.sub(r"\s+#.*$", "", line.strip()))
     return cmds
 
