@@ -34,7 +34,10 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     the ``verl`` section, and ``cfg.turn_tokens``: the agent loop caps every assistant turn at that many tokens),
     ``verl_overrides.txt`` / ``verl_command.sh`` (the GRPO
     overrides of :func:`rlvr.train.verl.overrides.grpo_overrides` with reward mode ``sparse`` = the final hidden
-    verdict, plus :func:`rlvr.repair.verl_tool.repair_overrides`). Then launches ``python -m verl.trainer.main_ppo``
+    verdict, plus :func:`rlvr.repair.verl_tool.repair_overrides`). The run folder's key is
+    :func:`rlvr.train.verl.resume.trajectory_params` of the sections plus the training problems, and
+    :func:`rlvr.train.verl.resume.pre_launch` runs first, as for GRPO (a finished run is published again without
+    verl; pruning, the disk check, the resume contents). Then launches ``python -m verl.trainer.main_ppo``
     through ``runner`` (:func:`rlvr.train.verl.launch.launch`; ``None``: :func:`rlvr.train.verl.launch.run_teed`;
     tests pass a fake), writes the curves TSV and merges
     the last actor checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
@@ -51,11 +54,12 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     Raises ``subprocess.CalledProcessError`` when verl fails (:class:`rlvr.reward.step_guard.JudgeDied` when the judge
     step guard stopped it), ``FileNotFoundError`` when no checkpoint appears."""
     from rlvr.config import load_section
+    from rlvr.judge.preflight import load_judge_params
     from rlvr.model import resolve_model_ref
     from rlvr.train.local.common import run_dir
     from rlvr.train.verl import launch as vlaunch
     from rlvr.train.verl import logs as vlogs
-    from rlvr.train.verl.mapping import check_grpo_batch
+    from rlvr.train.verl.mapping import check_grpo_batch, save_freq_for, steps_for
     from rlvr.train.verl.overrides import (
         VerlParams,
         grpo_command,
@@ -65,6 +69,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         write_overrides,
     )
     from rlvr.train.verl.record import portable_path
+    from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, pre_launch, trajectory_params
 
     runner = runner or vlaunch.run_teed
     vcfg = load_section("verl", VerlParams, params_path)
@@ -73,38 +78,51 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
         vcfg = vcfg.model_copy(update={"max_response_length": episode_budget(cfg.env(), cfg.turn_tokens)})
     env = cfg.env()
-    run = run_dir("repair", {"engine": "verl", "train": cfg.train.model_dump(), "env": env.model_dump(mode="json"),
-                             "verl": vcfg.model_dump()}, model_path)
+    # the resume key hashes what changes the trajectory (rlvr.train.verl.resume.trajectory_params, as GRPO's) and
+    # the training problems, so another set or a rehearsal's never shares a run folder with this one
+    run = run_dir("repair", trajectory_params(cfg.train.model_dump(), vcfg.model_dump(),
+                                              env=env.model_dump(mode="json"),
+                                              turn_tokens=getattr(cfg, "turn_tokens", None)),
+                  model_path, problems=[*train, *(val or [])])
     train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
     write_repair_parquet(train, env, train_f)
     write_repair_parquet(val or train, env, val_f)
     loops = write_agent_loop_config(run / "agent_loops.yaml", turn_tokens=getattr(cfg, "turn_tokens", None),
                                     env=env, judge_pool=vcfg.judge_pool, judge_pool_workers=vcfg.judge_pool_workers,
                                     judge_pool_shards=vcfg.judge_pool_shards)
-    log_path, old_logs = vlaunch.next_attempt_log(run)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
+    steps = steps_for(vcfg.total_training_steps, cfg.train.max_steps, "repair.train")
+    # as every verl launch: a finished run is published again without verl, older checkpoints pruned, the disk
+    # checked, and a checkpoint without optimizer state resumed with the contents it has
+    done, extra = pre_launch(run, ckpt_dir, out_model_dir, resolve_model_ref(model_path), vcfg, steps,
+                             save_freq_for(vcfg.save_freq, steps), GRPO_LOAD_CONTENTS, hw.extra_overrides)
+    log_path, old_logs = vlaunch.next_attempt_log(run)
     overrides = grpo_overrides(
         cfg.train, vcfg, hw, train_files=train_f.resolve(), val_files=val_f.resolve(),
         model_path=resolve_model_ref(model_path), reward_mode="sparse", ckpt_dir=ckpt_dir.resolve(),
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
         reward_shaping=reward_shaping,
         section="repair.train",
-        ray_env=vlaunch.worker_env(log_path, hw),
-    ) + repair_overrides(None, env, agent_loop_config_path=loops.resolve())
+        ray_env=vlaunch.worker_env(log_path, hw, load_judge_params(params_path)),
+    ) + repair_overrides(None, env, agent_loop_config_path=loops.resolve()) + extra
     cmd = grpo_command(python)
-    write_overrides(run, cmd, overrides)
-    vlaunch.log_attention(hw)
-    if check == "default":
-        check = vlaunch.preflight
-    if check is not None:
-        check(vlaunch.propagated_env(), None)
-    vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
-                                    "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
-    rows = vlogs.step_rows([*old_logs, log_path], run, "sparse", train_f, val_f)
+    logs = old_logs
+    if not done:
+        write_overrides(run, cmd, overrides)
+        vlaunch.log_attention(hw)
+        if check == "default":
+            check = vlaunch.preflight
+        if check is not None:
+            check(vlaunch.propagated_env(), None)
+        vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
+                                        "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
+        logs = [*old_logs, log_path]
+    rows = vlogs.step_rows(logs, run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
-    ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner)
+    ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner, target_steps=steps)
     attn, rmpad = resolve_attention(hw)
     return {"engine": "verl", "method": "verl agent loop, repair protocol (feedback user turns, last program graded)",
             "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
             "steps": rows[-1]["step"] if rows else 0, "checkpoint": portable_path(ckpt, run),
-            **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()}}
+            **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
+            **vlogs.judge_failures(rows)}

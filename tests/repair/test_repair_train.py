@@ -190,6 +190,13 @@ def test_verl_branch_to_the_launcher(tmp_path, monkeypatch):
     hid = from_ground_truth(rows[0]["reward_model"]["ground_truth"])
     assert len(vis.tests) == 1 and len(hid.tests) == 2 and vis.tests[0] not in hid.tests
     assert (tmp_path / "models" / "repair" / "verl_overrides.txt").is_file() and (tmp_path / "curves.tsv").is_file()
+    # published: the optimizer state is dropped, and the same run again (e.g. the stage's eval failed after the
+    # publish and DVC re-runs it) publishes the finished run without starting verl (as GRPO does)
+    launched = sum("verl.trainer.main_ppo" in " ".join(a) for a, _ in runner.calls)
+    m2 = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
+                         tmp_path / "curves.tsv", runner=runner, check=None)
+    assert sum("verl.trainer.main_ppo" in " ".join(a) for a, _ in runner.calls) == launched
+    assert m2["steps"] == m["steps"] and "sandbox_error_share_max" in m2 and "tool_sandbox_errors" in m2
 
 
 def test_verl_repair_records_attention_and_passes_the_turn_budget(tmp_path, monkeypatch, capsys):

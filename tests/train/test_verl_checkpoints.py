@@ -227,3 +227,15 @@ def test_model_only_checkpoints_of_the_lent_profiles_are_sized_at_4_bytes_per_pa
     full, model_only = ck.checkpoint_plan(n, 2), ck.checkpoint_plan(n, 2, optimizer=False)
     assert full.full == 12 * n and model_only.full == 4 * n and model_only.peak == 8 * n
     assert model_only.peak < 128e9 < full.peak
+
+
+def test_a_model_only_checkpoint_resumes_loading_only_the_model(tmp_path):
+    """The lent profiles save ``[model]``: their checkpoints have neither optimizer nor extra_state files, so the
+    continuation must ask verl for ``[model]`` alone (``[model,extra]`` made verl 0.9.1 open a file never saved)."""
+    d = tmp_path / "checkpoints"
+    g = _step(d, 3)
+    for f in g.rglob("*.pt"):
+        if not f.name.startswith("model_"):
+            f.unlink()
+    key = "actor_rollout_ref.actor.checkpoint.load_contents"
+    assert ck.load_contents_override(d, key) == [f"{key}=[model]"]

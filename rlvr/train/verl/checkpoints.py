@@ -245,16 +245,22 @@ def drop_optimizer(ckpt_dir: str | Path) -> int:
     return before - dir_bytes(ckpt_dir)
 
 
+_EXTRA_FILE = "extra_state_world_size_*_rank_*.pt"
+
+
 def load_contents_override(ckpt_dir: str | Path, key: str) -> list[str]:
-    """``[f"{key}=[model,extra]"]`` when the checkpoint verl will resume from (the newest ``global_step_<n>``) has no
-    optimizer shards (:func:`drop_optimizer` ran after an earlier publish), else ``[]``. ``key`` is verl's
-    ``checkpoint.load_contents`` (GRPO: ``actor_rollout_ref.actor.checkpoint.load_contents``; SFT:
-    ``checkpoint.load_contents``); without it verl would fail opening the missing optimizer file. The run then
-    continues from the saved weights, scheduler and RNG with fresh Adam moments."""
+    """``[f"{key}=[model,extra]"]`` (``[model]`` when the checkpoint has no ``extra_state`` files either: the lent
+    profiles save ``[model]`` only) when the checkpoint verl will resume from (the newest ``global_step_<n>``) has no
+    optimizer shards (:func:`drop_optimizer` ran after an earlier publish, or the profile never saves them), else
+    ``[]``. ``key`` is verl's ``checkpoint.load_contents`` (GRPO: ``actor_rollout_ref.actor.checkpoint.load_contents``;
+    SFT: ``checkpoint.load_contents``); without it verl would fail opening a missing file (verl 0.9.1
+    ``FSDPCheckpointManager.load_checkpoint`` loads every listed kind). The run then continues from the saved
+    weights (and the scheduler and RNG where ``extra`` was saved) with fresh Adam moments."""
     steps = checkpoint_steps(ckpt_dir)
     if not steps or has_optimizer(steps[-1][1]):
         return []
-    return [f"{key}=[model,extra]"]
+    kinds = ["model", *(["extra"] if any(Path(steps[-1][1]).rglob(_EXTRA_FILE)) else [])]
+    return [f"{key}=[{','.join(kinds)}]"]
 
 
 
