@@ -11,7 +11,11 @@
 # node's own budget (RLVR_SANDBOX_WORKERS=0: one sandbox per core). Results: $RES/rehearsal_{grpo,repair}.json.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
-mkdir -p data/governance && tar xJf .gpu/problems.tar.xz -C data/governance
+# the governed problems (the tokenizer's corpus): .gpu/problems.tar.xz (problems/ only), else pack.sh's gov.tar.xz
+if [ -f .gpu/problems.tar.xz ]; then mkdir -p data/governance && tar xJf .gpu/problems.tar.xz -C data/governance
+elif [ -f .gpu/gov.tar.xz ]; then tar xJf .gpu/gov.tar.xz
+else echo "rehearse_sitting.sh: no .gpu/problems.tar.xz or .gpu/gov.tar.xz (docs/training/rehearsal.md)" >&2; exit 2
+fi
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)  # 4 GPUs: the 4-GPU profile; 2 (4-GPU kinds withheld): the 2-GPU one
 profile="profiles/lent/qwen7b_scripted_$([ "$gpus" -ge 4 ] && echo 4 || echo 2)xh200.yaml"
 sed "s#^profile:.*#profile: $profile#" params.yaml > params.rehearse.yaml

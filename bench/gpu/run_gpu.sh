@@ -160,6 +160,6 @@ parts=("$@"); [ ${#parts[@]} -eq 0 ] && parts=(env baseline_hf baseline_vllm bas
 for p in "${parts[@]}"; do run_part "$p"; done
 $PY bench/gpu/collect.py --res "$RES" --repo . --out "$OUT/results.json"
 tar czf "$OUT/logs.tar.gz" -C "$RES" logs parts.jsonl -C "$PWD" metrics $(ls -d .cache/train/*/*/logs \
-  .cache/train/*/*/*/logs .cache/train/*/*/verl_*.* .cache/train/*/*/*/verl_*.* .cache/train/*/*/tool_config.yaml \
+  .cache/train/*/*/*/logs .cache/train/*/*/verl_*.* .cache/train/*/*/*/verl_*.* .cache/train/*/*/tool_config.yaml .cache/train/*/*/agent_loops.yaml \
   .cache/train/*/*/judge .cache/train/*/*/*/judge .cache/train/repair/*/rollouts 2>/dev/null)
 ls -la "$OUT"

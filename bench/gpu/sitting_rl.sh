@@ -26,7 +26,7 @@ rm -f "$RES/logs/dvc_repair.log"  # a log of an earlier call would start the loa
   jl process --pool process --judge-workers 8
 ) > "$RES/judge_load.log" 2>&1 &
 jl_pid=$!
-bash bench/gpu/run_gpu.sh dvc:model place:models/sft place:models/dpo place:models/grpo/seed-1 dvc:repair dvc:grpo@1 \
+bash bench/gpu/run_gpu.sh dvc:profile dvc:model place:models/sft place:models/dpo place:models/grpo/seed-1 dvc:repair dvc:grpo@1 \
   dvc:eval
 # the repair stage never started (e.g. run_gpu.sh stopped early): the load has nothing to wait for
 [ -f "$RES/logs/dvc_repair.log" ] || kill "$jl_pid" 2>/dev/null

@@ -23,8 +23,9 @@ the profile's. :func:`apply_profile` therefore refuses it: for every key the pro
 the profile's value or its own embedded default for that key (:data:`EMBEDDED_DEFAULTS_FILE`, the tiny CPU model's
 value that the profile is there to replace); any other value stops the stage at start with one line naming the key,
 both values and both files (:func:`profile_conflicts`). Such a key is changed in the profile file instead
-(``dvc exp run -S profiles/qwen7b_4xh100.yaml:params.grpo.learning_rate=2e-6``: the ``profiles`` folder is a dep of
-every stage that reads a profile, so the change re-runs them); :func:`profile_keys` lists the keys. Why an error and not
+(``dvc exp run -S profiles/qwen7b_4xh100.yaml:params.grpo.learning_rate=2e-6``: the ``profile`` stage depends on the
+``profiles`` folder and resolves the selected chain into ``data/profile/resolved.json``, a dep of every stage that
+reads a profile, so the change re-runs exactly those); :func:`profile_keys` lists the keys. Why an error and not
 "params.yaml wins": params.yaml holds the tiny model's value of every such key, so a value that differs from the
 profile's cannot tell "chosen for this run" from "the tiny default" without that record, and a stale record would then
 silently train a 7B with a tiny-model value; an error costs one re-run. The effective values (after the merge) are in

@@ -97,5 +97,8 @@ class ScriptedServer:
         ids = [*self.tok.encode(reply, add_special_tokens=False), self.tok.eos_token_id]
         cap = sampling_params.get("max_tokens") or sampling_params.get("max_new_tokens")
         if cap and len(ids) > int(cap):
-            return TokenOutput(token_ids=ids[: int(cap)], stop_reason=None)  # verl: None = unknown (cut)
-        return TokenOutput(token_ids=ids, stop_reason="completed")
+            ids = ids[: int(cap)]  # verl: stop_reason None = unknown (cut)
+            return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids), stop_reason=None)
+        # log-probs 0.0: verl's V1 trainer reads them whenever rollout.calculate_log_probs is on (the GPU
+        # rehearsal found it; rlvr.train.verl.scripted, the policy the rehearsal installs in every worker)
+        return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids), stop_reason="completed")
