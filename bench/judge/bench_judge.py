@@ -319,7 +319,10 @@ def run_served(items: list[dict[str, Any]], workers: int, clients: int, cgroup: 
         d["cpu_s"] = float("nan")  # the server's CPU cannot be read without its cgroup
     d["false_negatives"] = sum(v != "accepted" for v in verdicts)
     d["server_process_cpu_s"] = round(own, 4)  # the server's own process (HTTP, JSON, plan, scoring), no sandbox
-    d["uvicorn"] = server_stack()  # the server's event loop and HTTP implementation (same interpreter and path)
+    # the server's event loop and HTTP implementation (same interpreter and path); the front door passes its guarded
+    # protocol as a class, recorded by name
+    d["uvicorn"] = {k: f"{v.__module__}.{v.__qualname__}" if isinstance(v, type) else v
+                    for k, v in server_stack().items()}
     return d
 
 
