@@ -16,7 +16,7 @@ DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())
 
 
 def _resolve():
-    spec = importlib.util.spec_from_file_location("profile_stage", ROOT / "stages" / "profile.py")
+    spec = importlib.util.spec_from_file_location("profile_stage", ROOT / "stages" / "resolve_profile.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.resolve
@@ -66,7 +66,7 @@ def test_dvc_reruns_only_the_profile_stage_after_a_comment_edit(tmp_path, monkey
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
     (tmp_path / "stages").mkdir()
-    for f in ("profile.py", "run.sh"):
+    for f in ("resolve_profile.py", "run.sh"):
         if (ROOT / "stages" / f).is_file():
             shutil.copyfile(ROOT / "stages" / f, tmp_path / "stages" / f)
     repo = _committed_copy(tmp_path)

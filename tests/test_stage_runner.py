@@ -90,3 +90,12 @@ def test_dvc_repro_from_the_venv_without_activation(tmp_path):
                        timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert (proj / "out.txt").read_text().strip() == "ran ['--seed', '1']"
+
+
+def test_no_stage_script_shadows_a_standard_module():
+    """``python stages/<x>.py`` puts ``stages/`` first on ``sys.path``: a script named like a standard-library module
+    (``profile.py`` did: ``cProfile`` imports ``profile``) breaks every other stage's imports."""
+    import sys
+
+    names = {f.stem for f in (Path(__file__).resolve().parents[1] / "stages").glob("*.py")}
+    assert names and not names & set(sys.stdlib_module_names), names & set(sys.stdlib_module_names)

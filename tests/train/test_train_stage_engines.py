@@ -73,7 +73,10 @@ def test_grpo_stage_verl_writes_overrides(env, monkeypatch):
     m = read_metrics(env / "metrics/grpo/seed-1.json")
     assert m["engine"] == "verl" and m["seed"] == 1 and m["reward_mode"] == "sparse"
     assert (env / "metrics/grpo/seed-1.tsv").is_file()
-    assert read_metrics(env / "metrics/eval_grpo_seed1.json") == {"synthetic": {}}
+    ev = read_metrics(env / "metrics/eval_grpo_seed1.json")
+    # the datasets' scores, and in provenance the selected profile's effective values (issue 42, item 4)
+    assert {k: v for k, v in ev.items() if k != "protocol"} == {"synthetic": {}}
+    assert ev["protocol"]["effective_params"]["profile"] == "partial.yaml"
     assert evals[0][0] == "models/grpo/seed-1"
 
 

@@ -10,7 +10,10 @@ Depending on the whole ``profiles/`` folder re-ran every 7B stage after a commen
 nobody selected; depending on this file re-runs them only when a value of the selected chain changes (this stage
 re-runs on any edit of the folder, in well under a second, and DVC sees the same output).
 
-Run: ``python stages/profile.py`` from the repository root.
+Run: ``python stages/resolve_profile.py`` from the repository root. The script is not ``stages/profile.py``:
+Python puts a script's folder first on ``sys.path``, so a ``profile.py`` there shadowed the standard library's
+``profile`` module (``cProfile`` imports it) in every other stage script, and ``transformers`` failed to import
+``Qwen2ForCausalLM`` (``tests/test_stage_runner.py`` checks that no stage script has a standard module's name).
 """
 
 from __future__ import annotations
