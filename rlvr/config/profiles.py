@@ -141,12 +141,7 @@ def load_scale_profile(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[s
 
 
 def _has(d: dict[str, Any], dotted: str) -> bool:
-    cur: Any = d
-    for part in dotted.split("."):
-        if not isinstance(cur, dict) or part not in cur:
-            return False
-        cur = cur[part]
-    return True
+    return _get(d, dotted) is not _ABSENT
 
 
 def missing_scale_keys(profile_params: dict[str, Any]) -> list[str]:
