@@ -189,6 +189,20 @@ GPU_STAGES = ["judge_check", "profile", "model", "baseline", "sft", "dpo", "grpo
 OPTIONAL = {"wandb", "literal_scan"}
 
 
+def _stage_script(stage: str) -> Path:
+    """The script dvc.yaml's ``stage`` runs (its cmd names ``stages/<script>.py``; the name need not be the
+    stage's: ``profile`` runs stages/resolve_profile.py)."""
+    import re
+
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]
+    cmd = spec["do"]["cmd"] if "foreach" in spec else spec["cmd"]
+    found = re.findall(r"stages/\w+\.py", cmd)
+    assert len(found) == 1, f"dvc.yaml stage {stage!r}: cmd names {found}, not one stage script"
+    return ROOT / found[0]
+
+
 def _third_party_imports(stage: str) -> dict[str, str]:
     """Top-level third-party module -> the first file importing it, over the stage script and every rlvr module it
     reaches: through any import statement (module-level or inside a function: a lazy import runs too), the
@@ -212,7 +226,7 @@ def _third_party_imports(stage: str) -> dict[str, str]:
     named = re.compile(r"^(rlvr(?:\.\w+)+)(?::\w+)?$")
     seen: set[Path] = set()
     third: dict[str, str] = {}
-    stack = [ROOT / f"stages/{stage}.py"]
+    stack = [_stage_script(stage)]
     while stack:
         path = stack.pop()
         if path in seen:
@@ -254,4 +268,4 @@ def test_the_gpu_machine_has_every_package_a_gpu_stage_imports(stage):
         mod: where for mod, where in _third_party_imports(stage).items()
         if mod not in OPTIONAL and not {_norm(d) for d in dists.get(mod, [mod])} & have
     }
-    assert not missing, f"stages/{stage}.py reaches packages the GPU machine lacks: {missing}"
+    assert not missing, f"{_stage_script(stage).relative_to(ROOT)} reaches packages the GPU machine lacks: {missing}"
