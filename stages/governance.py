@@ -1,5 +1,6 @@
 """Stage ``governance``: load the configured benchmarks, validate, dedup (exact + near), decontaminate, fill call-test
-oracles, verify reference solutions.
+oracles, amplify weak training suites (``governance.amplify``, :mod:`rlvr.data.amplify`), verify reference
+solutions.
 
 Reads ``params.yaml`` section ``governance`` (:class:`rlvr.data.governance.GovernanceParams`). Writes, all atomically,
 under ``data/governance/``: ``problems/<dataset>.jsonl`` (one Problem per line), ``audit.md``,
@@ -39,7 +40,7 @@ def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None
     by_slug = gov.load_configured(cfg, raw_dir)
     slug_of = {p.id: slug for slug, ps in by_slug.items() for p in ps}
     problems = [p for ps in by_slug.values() for p in ps]
-    needs_judge = cfg.compute_expected or cfg.references.verify
+    needs_judge = cfg.compute_expected or cfg.references.verify or cfg.amplify.enabled
     # a missing file is an empty table: an EvalPlus dataset then fails with the command that measures it
     limits = read_table(limits_path) if limits_path.is_file() else {"datasets": {}, "source_path": str(limits_path)}
     with open_judge(params.path, get_judge) if needs_judge else contextlib.nullcontext() as judge:

@@ -39,19 +39,19 @@ node a sample that scores lower than that is a load-caused verdict (a false time
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from rlvr.data.mutants import mutants  # noqa: E402  (one AST mutator for the rehearsal and governance's audit)
 
 MARK = re.compile(r"# rehearsal id=(?P<id>\S+) n=(?P<n>\d+) label=(?P<label>\w+)")
 GRPO_KINDS = ("all_pass", "mixed", "mixed", "all_fail", "mixed", "mixed")
@@ -61,30 +61,6 @@ GRPO_LABELS = {
     "mixed": ["reference"] * 3 + ["mutant"] * 2 + ["syntax_error", "runtime_error", "timeout"],
 }
 REPAIR_KINDS = ("first_pass", "fixed", "no_code_then_fixed", "not_fixed")
-
-
-def mutants(code: str) -> Iterator[str]:
-    """Near misses of ``code``: one AST edit each (a comparison flipped, ``+``/``-`` swapped, an int constant
-    + 1), in source order; the caller keeps the first the tests reject. Yields nothing for code that does not parse."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return
-    flips = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-             ast.NotEq: ast.Eq}
-    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Compare, ast.BinOp, ast.Constant))]
-    for i in range(len(nodes)):
-        t = ast.parse(code)
-        node = [n for n in ast.walk(t) if isinstance(n, (ast.Compare, ast.BinOp, ast.Constant))][i]
-        if isinstance(node, ast.Compare) and type(node.ops[0]) in flips:
-            node.ops[0] = flips[type(node.ops[0])]()
-        elif isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
-            node.op = ast.Sub() if isinstance(node.op, ast.Add) else ast.Add()
-        elif isinstance(node, ast.Constant) and type(node.value) is int:
-            node.value += 1
-        else:
-            continue
-        yield ast.unparse(t)
 
 
 def _fence(body: str) -> str:

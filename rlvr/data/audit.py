@@ -17,7 +17,8 @@ from rlvr.data.schema import Problem
 if TYPE_CHECKING:
     from rlvr.data.governance import GovernanceParams
 
-__all__ = ["audit_markdown", "contamination_rows", "governance_metrics", "library_versions", "near_dup_rows"]
+__all__ = ["amplify_metrics", "audit_markdown", "contamination_rows", "governance_metrics", "library_versions",
+           "near_dup_rows"]
 
 
 def near_dup_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -88,7 +89,58 @@ def governance_metrics(report: dict[str, Any], kept_by_slug: dict[str, list[Prob
     ref = report.get("references")
     if ref:
         m.update(ref["counts"])
+    amp = report.get("amplify")
+    if amp:
+        m["amplify"] = amplify_metrics(amp)
     return m
+
+
+def amplify_metrics(amp: dict[str, Any]) -> dict[str, Any]:
+    """The ``amplify`` block of ``metrics/governance.json`` (provenance: counts) from the report of
+    :func:`rlvr.data.amplify.amplify_problems`: totals, then per source ``tests_before``/``tests_after``
+    (``mean``/``median``/``min`` tests per training problem), ``problems``, ``problems_amplified``, ``weak_before``/
+    ``weak_after`` (suites under ``min_tests``) and the near-miss counts (:func:`rlvr.data.mutants.near_miss_report`:
+    ``near_miss_mutants``, ``near_miss_accepted_original``, ``near_miss_rejected_amplified``)."""
+    out: dict[str, Any] = {k: amp[k] for k in ("problems_eligible", "problems_amplified", "tests_added",
+                                               "inputs_discarded")}
+    for src, b in sorted(amp["before"].items()):
+        a = amp["after"].get(src, b)
+        row: dict[str, Any] = {
+            "problems": b["problems"], "problems_amplified": a["amplified"], "weak_before": b["weak"],
+            "weak_after": a["weak"],
+            "tests_before": {"mean": b["tests_mean"], "median": b["tests_median"], "min": b["tests_min"]},
+            "tests_after": {"mean": a["tests_mean"], "median": a["tests_median"], "min": a["tests_min"]}}
+        nm = (amp.get("near_miss") or {}).get(src)
+        if nm:
+            row.update(near_miss_problems=nm["problems"], near_miss_mutants=nm["mutants"],
+                       near_miss_accepted_original=nm["accepted_original"],
+                       near_miss_rejected_amplified=nm["rejected_amplified"])
+        out[src] = row
+    return out
+
+
+def _amplify_lines(amp: dict[str, Any] | None, max_rows: int) -> list[str]:
+    lines = ["## Test amplification (weak training suites)", ""]
+    if not amp:
+        return [*lines, "Off (`governance.amplify.enabled: false`).", ""]
+    prm = amp["params"]
+    lines += [f"Call-style training problems of {prm['sources']} with fewer than {prm['min_tests']} tests get "
+              f"type-aware mutated inputs (seed {prm['seed']}, at most {prm['max_tests']} tests, "
+              f"{prm['max_attempts']} mutants drawn per problem), expected outputs from the reference "
+              "(`rlvr.data.amplify`). Eligible: "
+              f"{amp['problems_eligible']}; without call-style tests: {amp['problems_no_call_tests']}; amplified: "
+              f"{amp['problems_amplified']}; tests added: {amp['tests_added']}; inputs discarded (the reference "
+              f"raised, timed out or returned a non-literal): {amp['inputs_discarded']}.", ""]
+    rows = [[src, r["problems"], r["problems_amplified"],
+             f"{r['tests_before']['mean']} / {r['tests_before']['median']} / {r['tests_before']['min']}",
+             f"{r['tests_after']['mean']} / {r['tests_after']['median']} / {r['tests_after']['min']}",
+             f"{r['weak_before']} → {r['weak_after']}",
+             f"{r.get('near_miss_rejected_amplified', '–')} of {r.get('near_miss_accepted_original', '–')} "
+             f"({r.get('near_miss_mutants', 0)} mutants, {r.get('near_miss_problems', 0)} problems)"]
+            for src, r in amplify_metrics(amp).items() if isinstance(r, dict)]
+    lines += _table(["source", "problems", "amplified", "tests before (mean / median / min)", "tests after",
+                     "weak suites", "near misses the original tests accept, amplified reject"], rows, max_rows)
+    return lines
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]], max_rows: int) -> list[str]:
@@ -243,6 +295,7 @@ def audit_markdown(report: dict[str, Any], checksums: list[dict[str, str]], cfg:
         if exp["dropped"]:
             lines += _table(["problem dropped", "file", "reason"],
                             [[d["id"], d.get("file", ""), d["reason"]] for d in exp["dropped"]], max_rows)
+    lines += _amplify_lines(report.get("amplify"), max_rows)
     ref = report.get("references")
     lines += ["## Reference solutions (judge-verified; SFT/DPO source)", ""]
     if not ref:

@@ -33,6 +33,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rlvr.config import Section
+from rlvr.data.amplify import AmplifyParams, amplify_problems
 from rlvr.data.bundled import canonical_name, resolve, sha256_file
 from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
@@ -48,6 +49,7 @@ from rlvr.data.validate import _printable, validate_problems
 __all__ = [
     "AUDITS",
     "EVALPLUS_FLOAT_ATOL",
+    "AmplifyParams",
     "DatasetSpec",
     "DedupParams",
     "GovernanceParams",
@@ -106,7 +108,8 @@ class GovernanceParams(Section):
     :data:`rlvr.data.evalplus_oracles.COMPAT` (``"0.3.1"``) whose published verdicts to reproduce, bugs included
     (HumanEval/32 ``find_zero`` fails every solution under 0.3.1); passed as the loader option of the same name to
     every dataset (only the HumanEval+/MBPP+ loaders read it; top-level so that
-    ``dvc exp run -S governance.evalplus_release=0.3.1`` works). Docs: ``docs/judge/parity.md``."""
+    ``dvc exp run -S governance.evalplus_release=0.3.1`` works). Docs: ``docs/judge/parity.md``. ``amplify``:
+    :class:`~rlvr.data.amplify.AmplifyParams` (weak training suites given mutated inputs; off when absent)."""
 
     source: Literal["bundled", "hub"] = "bundled"
     evalplus_release: str | None = None
@@ -119,6 +122,7 @@ class GovernanceParams(Section):
     expected_workers: int = Field(default=2, ge=1)
     references: ReferenceParams = ReferenceParams()
     include_synthetic: bool = False  # write the procedural smoke-profile family (section `synthetic`), unaudited
+    amplify: AmplifyParams = AmplifyParams()
 
     @model_validator(mode="after")
     def _known_release(self) -> GovernanceParams:
@@ -328,12 +332,15 @@ def run_governance(
     ``origin_of`` (id → input file, :func:`origins`) adds ``file`` to every removed item. ``time_limits``: the
     committed EvalPlus limit table (:func:`rlvr.data.evalplus_limits.read_table`), applied after the oracles are
     filled (:class:`DataError` when stale); ``None`` measures them from the reference's times instead
-    (load-dependent; tests and benches only).
+    (load-dependent; tests and benches only). Then, with ``cfg.amplify.enabled``, weak training suites are amplified
+    (:func:`rlvr.data.amplify.amplify_problems`, report key ``amplify``, with the near-miss audit of
+    :func:`rlvr.data.mutants.near_miss_report` under ``amplify.near_miss``), before the references are verified (so
+    they are verified on the amplified suites).
 
     Returns ``(kept, report)`` with ``report = {"counts_before", "counts_after" ("<source>/<split>" → n),
     "audits": {name: report}, "expected": fill report or None, "references": verification report or None,
     "reference_rows": rows of :func:`verify_references`, "removed": [{id, step, reason, duplicate_of, file}],
-    "time_limits": the apply report or None}``."""
+    "time_limits": the apply report or None, "amplify": the amplification report (only when enabled)}``."""
     report: dict[str, Any] = {"counts_before": _counts(problems), "audits": {}, "expected": None,
                               "references": None, "reference_rows": [], "time_limits": None}
     kept = list(problems)
@@ -348,6 +355,14 @@ def run_governance(
                                                  measure_limits=time_limits is None)
     if time_limits is not None:
         kept, report["time_limits"] = apply_time_limits(kept, time_limits)
+    if cfg.amplify.enabled:
+        if judge is None:
+            raise ValueError("run_governance: amplify.enabled needs a judge")
+        from rlvr.data.mutants import near_miss_report
+
+        kept, report["amplify"] = amplify_problems(kept, cfg.amplify, judge, workers=cfg.expected_workers)
+        nm = cfg.amplify.near_miss
+        report["amplify"]["near_miss"] = near_miss_report(kept, judge, nm.max_problems, nm.mutants_per_problem)
     if cfg.references.verify and any(p.meta.get("role", "test") in cfg.references.roles for p in kept):
         if judge is None:
             raise ValueError("run_governance: references.verify needs a judge")
