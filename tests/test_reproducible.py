@@ -1,12 +1,12 @@
 """Reproducibility check (issue 29): the same inputs give byte-identical outputs, on an idle or a busy CPU.
 
-On a small slice, the ``governance`` stage (real judge: oracle filling, the committed EvalPlus time limits, reference
-verification near a limit) and a few steps of local SFT and GRPO training of a tiny model each run twice — the second
-time while a bounded load generator keeps every core busy — and every output file's sha256 must be equal (for
-training: the models and the curves TSVs, whose judge seconds per step go to their cost mirror). What this guards: a
-measured timing leaking into a hashed output or a plot (the time limits governance used to measure, the judge seconds
-per GRPO step), a verdict that follows the load (a reference near its limit), or a training run that follows the
-thread count or the scheduling.
+On a small slice, the ``governance`` stage (real judge: oracle filling, the committed EvalPlus time limits, test
+amplification and its near-miss audit, reference verification near a limit) and a few steps of local SFT and GRPO
+training of a tiny model each run twice — the second time while a bounded load generator keeps every core busy — and
+every output file's sha256 must be equal (for training: the models and the curves TSVs, whose judge seconds per
+step go to their cost mirror). What this guards: a measured timing leaking into a hashed output or a plot (the time
+limits governance used to measure, the judge seconds per GRPO step), a verdict that follows the load (a reference
+near its limit), or a training run that follows the thread count or the scheduling.
 """
 
 from __future__ import annotations
@@ -33,6 +33,8 @@ SLICE = {
     "governance": {
         "source": "bundled", "compute_expected": True, "expected_workers": 2, "include_synthetic": True,
         "references": {"verify": True, "roles": ["train"], "max_solutions": 2, "max_incorrect": 2},
+        # weak training suites amplified (issue 42): mutated inputs filled by the reference, and the near-miss audit
+        "amplify": {"enabled": True, "near_miss": {"max_problems": 4, "mutants_per_problem": 2}},
         "datasets": [
             {"name": "codecontests", "role": "train", "max_problems": 4},
             {"name": "leetcode", "role": "train", "splits": ["train"], "max_problems": 4},

@@ -195,9 +195,9 @@ def _value(expected: str | None) -> Any:
 def _keep(p: Problem, filled: Problem, cfg: AmplifyParams) -> tuple[list[CallTest], Counter[str]]:
     """The added tests of ``filled`` (``p`` after the oracle run of its seeds and candidates) that are kept, and why
     the others went: ``oracle`` (the reference raised, timed out or returned a non-literal: removed by
-    :func:`~rlvr.data.oracles.fill_expected`), ``output_type`` (the reference's output has a type it never returns on
-    the seeds — e.g. ``None`` where every seed gives a list: an input outside the problem's domain), ``output_size``
-    (:func:`_expected_cap`)."""
+    :func:`~rlvr.data.oracles.fill_expected`), ``output_size`` (:func:`_expected_cap`), ``output_type`` (the
+    reference's output has a type it never returns on the seeds — e.g. ``None`` where every seed gives a list: an
+    input outside the problem's domain)."""
     tail = [t for t in filled.tests[len(p.tests):] if isinstance(t, CallTest)]
     seeds_text = {canonical_repr(s) for s in call_seeds(p)}
     types = {type(_value(t.expected)) for t in tail if t.args in seeds_text}
@@ -207,14 +207,15 @@ def _keep(p: Problem, filled: Problem, cfg: AmplifyParams) -> tuple[list[CallTes
     for t in tail:
         if t.args in seeds_text:
             continue
-        if types and type(_value(t.expected)) not in types:
-            why["output_type"] += 1
-        elif len(t.expected or "") > cap:
+        if len(t.expected or "") > cap:
             why["output_size"] += 1
-        else:
-            v = _value(t.expected)  # a set's repr follows the sandbox's hash seed: the stored text must not
-            exp = canonical_repr(v) if has_set(v) else t.expected
-            kept.append(t.model_copy(update={"time_limit_s": None, "expected": exp}))
+            continue
+        v = _value(t.expected)
+        if types and type(v) not in types:
+            why["output_type"] += 1
+            continue
+        exp = canonical_repr(v) if has_set(v) else t.expected  # a set's repr follows the sandbox's hash seed
+        kept.append(t.model_copy(update={"time_limit_s": None, "expected": exp}))
     return kept, why
 
 

@@ -97,12 +97,14 @@ def governance_metrics(report: dict[str, Any], kept_by_slug: dict[str, list[Prob
 
 def amplify_metrics(amp: dict[str, Any]) -> dict[str, Any]:
     """The ``amplify`` block of ``metrics/governance.json`` (provenance: counts) from the report of
-    :func:`rlvr.data.amplify.amplify_problems`: totals, then per source ``tests_before``/``tests_after``
-    (``mean``/``median``/``min`` tests per training problem), ``problems``, ``problems_amplified``, ``weak_before``/
-    ``weak_after`` (suites under ``min_tests``) and the near-miss counts (:func:`rlvr.data.mutants.near_miss_report`:
-    ``near_miss_mutants``, ``near_miss_accepted_original``, ``near_miss_rejected_amplified``)."""
+    :func:`rlvr.data.amplify.amplify_problems`: totals (discards by reason), then per source ``tests_before``/
+    ``tests_after`` (``mean``/``median``/``min`` tests per training problem), ``problems``, ``problems_amplified``,
+    ``weak_before``/``weak_after`` (suites under ``min_tests``) and the near-miss counts
+    (:func:`rlvr.data.mutants.near_miss_report`: ``near_miss_mutants``, ``near_miss_accepted_original``,
+    ``near_miss_rejected_amplified``)."""
     out: dict[str, Any] = {k: amp[k] for k in ("problems_eligible", "problems_amplified", "tests_added",
                                                "inputs_discarded")}
+    out["discarded_by_reason"] = dict(amp["discarded_by_reason"])
     for src, b in sorted(amp["before"].items()):
         a = amp["after"].get(src, b)
         row: dict[str, Any] = {
@@ -120,17 +122,19 @@ def amplify_metrics(amp: dict[str, Any]) -> dict[str, Any]:
 
 
 def _amplify_lines(amp: dict[str, Any] | None, max_rows: int) -> list[str]:
+    if not amp:  # off: audit.md as before amplification existed
+        return []
     lines = ["## Test amplification (weak training suites)", ""]
-    if not amp:
-        return [*lines, "Off (`governance.amplify.enabled: false`).", ""]
     prm = amp["params"]
     lines += [f"Call-style training problems of {prm['sources']} with fewer than {prm['min_tests']} tests get "
               f"type-aware mutated inputs (seed {prm['seed']}, at most {prm['max_tests']} tests, "
               f"{prm['max_attempts']} mutants drawn per problem), expected outputs from the reference "
               "(`rlvr.data.amplify`). Eligible: "
               f"{amp['problems_eligible']}; without call-style tests: {amp['problems_no_call_tests']}; amplified: "
-              f"{amp['problems_amplified']}; tests added: {amp['tests_added']}; inputs discarded (the reference "
-              f"raised, timed out or returned a non-literal): {amp['inputs_discarded']}.", ""]
+              f"{amp['problems_amplified']}; tests added: {amp['tests_added']}; inputs discarded: "
+              f"{amp['inputs_discarded']} (" + ", ".join(f"{k}: {v}" for k, v in amp["discarded_by_reason"].items())
+              + "; `oracle`: the reference raised, timed out or returned a non-literal; `output_type`: a type it "
+              "never returns on the original inputs; `output_size`: an expected literal over the size cap).", ""]
     rows = [[src, r["problems"], r["problems_amplified"],
              f"{r['tests_before']['mean']} / {r['tests_before']['median']} / {r['tests_before']['min']}",
              f"{r['tests_after']['mean']} / {r['tests_after']['median']} / {r['tests_after']['min']}",

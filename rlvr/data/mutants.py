@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rlvr.data.schema import Problem
+from rlvr.judge.settle import judge_settled
 
 __all__ = ["main", "mutants", "near_miss_report"]
 
@@ -46,12 +47,14 @@ def mutants(code: str) -> Iterator[str]:
 
 
 def near_miss_report(problems: Sequence[Problem], judge: Any, max_problems: int = 40, per_problem: int = 3,
-                     time_limit_s: float = 2.0) -> dict[str, dict[str, int]]:
+                     time_limit_s: float = 1.0) -> dict[str, dict[str, int]]:
     """Per source: of the first ``max_problems`` amplified problems by id (``meta['amplify']['added'] > 0``), the
-    first ``per_problem`` mutants (:func:`mutants`) of the reference, judged (``judge.judge_many``) on the original
-    tests (``tests[:original_tests]``) and, where accepted there, on the added ones, each test limited to
-    ``time_limit_s`` wall seconds (a mutant that loops — a flipped loop bound — costs that much, not the problem's
-    limit; a mutant that times out on the original tests is not a near miss).
+    first ``per_problem`` mutants (:func:`mutants`) of the reference, judged on the original tests
+    (``tests[:original_tests]``) and, where accepted there, on the added ones, each test limited to ``time_limit_s``
+    wall seconds (a mutant that loops — a flipped loop bound — costs that much, not the problem's limit), with the
+    rule of reference verification (:func:`rlvr.judge.settle.judge_settled`: a result with a timeout is judged once
+    more at 3x the limits, and that verdict is final), so the counts, which ``audit.md`` prints, do not follow the
+    machine's load. A mutant that times out on the original tests is not a near miss.
 
     Returns ``{source: {"problems", "mutants", "accepted_original", "rejected_amplified"}}``:
     ``rejected_amplified`` counts the near misses the original tests accept and the amplified suite rejects. ``{}``
@@ -72,9 +75,9 @@ def near_miss_report(problems: Sequence[Problem], judge: Any, max_problems: int 
             orig = p.model_copy(update={"tests": p.tests[:n0], "time_limit_s": tl})
             added = p.model_copy(update={"tests": p.tests[n0:], "time_limit_s": tl})
             items += [(orig, added, m) for m in list(mutants(p.solutions[0]))[:per_problem]]
-        first = judge.judge_many([(o, m) for o, _, m in items])
+        first = judge_settled(judge, [(o, m) for o, _, m in items])
         passed = [it for it, r in zip(items, first, strict=True) if r.accepted]
-        second = judge.judge_many([(a, m) for _, a, m in passed]) if passed else []
+        second = judge_settled(judge, [(a, m) for _, a, m in passed])
         out[src] = {"problems": len(ps), "mutants": len(items), "accepted_original": len(passed),
                     "rejected_amplified": sum(not r.accepted for r in second)}
     return out
