@@ -141,7 +141,7 @@ def _amplify_lines(amp: dict[str, Any] | None, max_rows: int) -> list[str]:
              f"{r['weak_before']} → {r['weak_after']}",
              f"{r.get('near_miss_rejected_amplified', '–')} of {r.get('near_miss_accepted_original', '–')} "
              f"({r.get('near_miss_mutants', 0)} mutants, {r.get('near_miss_problems', 0)} problems)"]
-            for src, r in amplify_metrics(amp).items() if isinstance(r, dict)]
+            for src, r in amplify_metrics(amp).items() if src in amp["before"]]
     lines += _table(["source", "problems", "amplified", "tests before (mean / median / min)", "tests after",
                      "weak suites", "near misses the original tests accept, amplified reject"], rows, max_rows)
     return lines
