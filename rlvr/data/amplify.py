@@ -18,7 +18,9 @@ args) == LITERAL``, the shape the judge itself runs as a host-compared call, :fu
    gives a list: Two Sum without a solution — outside the problem's domain, where a correct program may answer
    anything) or whose expected literal is longer than ``max_expected_chars`` and 4x the longest original test.
 
-Amplification never removes a problem: when the oracle run fails as a whole the problem keeps its original suite.
+Amplification never removes a problem: when the oracle run fails as a whole the problem keeps its original suite, and
+so does a problem whose first reference the later reference verification rejects (:func:`revert_unverified`: the
+added outputs are only as right as the reference that computed them).
 Each amplified problem records ``meta['amplify'] = {"seed", "original_tests", "added", "candidates", "discarded"}``;
 its original tests are ``tests[:original_tests]``, the added ones follow. Tests per problem before/after, per
 source, are in the stage's report (:func:`suite_stats`) and ``metrics/provenance/governance.json``.
@@ -45,7 +47,7 @@ from rlvr.config import Section
 from rlvr.data.schema import CallTest, Problem
 from rlvr.data.type_mutation import canonical_repr, has_set, infer_invariants, mutate_args
 
-__all__ = ["AmplifyParams", "amplify_problems", "call_seeds", "problem_seed", "suite_stats"]
+__all__ = ["AmplifyParams", "amplify_problems", "call_seeds", "problem_seed", "revert_unverified", "suite_stats"]
 
 
 class NearMissParams(Section):
@@ -278,6 +280,27 @@ def amplify_problems(problems: Sequence[Problem], cfg: AmplifyParams, judge: Any
               "before": suite_stats(problems, sources, cfg.min_tests),
               "after": suite_stats(out, sources, cfg.min_tests)}
     return out, report
+
+
+def revert_unverified(problems: Sequence[Problem], rejected_ids: set[str], report: dict[str, Any]) -> list[Problem]:
+    """``problems`` with the amplification of every problem in ``rejected_ids`` (its first reference, which computed
+    the added outputs, was not accepted by reference verification) undone: original tests only, ``meta['amplify']``
+    gets ``added=0, reverted="reference_rejected"``. Updates ``report`` (of :func:`amplify_problems`) in place:
+    ``problems_reverted`` and ``after``."""
+    out: list[Problem] = []
+    n = 0
+    for p in problems:
+        amp = p.meta.get("amplify")
+        if p.id in rejected_ids and amp and amp.get("added"):
+            n += 1
+            meta = {**p.meta, "amplify": {**amp, "added": 0, "reverted": "reference_rejected"}}
+            p = p.model_copy(update={"tests": p.tests[: amp["original_tests"]], "meta": meta})
+        out.append(p)
+    report["problems_reverted"] = n
+    report["problems_amplified"] -= n
+    report["tests_added"] = sum((p.meta.get("amplify") or {}).get("added", 0) for p in out)
+    report["after"] = suite_stats(out, sorted(report["after"]), report["params"]["min_tests"])
+    return out
 
 
 def suite_stats(problems: Sequence[Problem], sources: Sequence[str], min_tests: int = 5

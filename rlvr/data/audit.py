@@ -105,6 +105,7 @@ def amplify_metrics(amp: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {k: amp[k] for k in ("problems_eligible", "problems_amplified", "tests_added",
                                                "inputs_discarded")}
     out["discarded_by_reason"] = dict(amp["discarded_by_reason"])
+    out["problems_reverted"] = amp.get("problems_reverted", 0)
     for src, b in sorted(amp["before"].items()):
         a = amp["after"].get(src, b)
         row: dict[str, Any] = {
@@ -134,7 +135,9 @@ def _amplify_lines(amp: dict[str, Any] | None, max_rows: int) -> list[str]:
               f"{amp['problems_amplified']}; tests added: {amp['tests_added']}; inputs discarded: "
               f"{amp['inputs_discarded']} (" + ", ".join(f"{k}: {v}" for k, v in amp["discarded_by_reason"].items())
               + "; `oracle`: the reference raised, timed out or returned a non-literal; `output_type`: a type it "
-              "never returns on the original inputs; `output_size`: an expected literal over the size cap).", ""]
+              "never returns on the original inputs; `output_size`: an expected literal over the size cap); "
+              f"reverted to the original suite because reference verification rejected the reference: "
+              f"{amp.get('problems_reverted', 0)}.", ""]
     rows = [[src, r["problems"], r["problems_amplified"],
              f"{r['tests_before']['mean']} / {r['tests_before']['median']} / {r['tests_before']['min']}",
              f"{r['tests_after']['mean']} / {r['tests_after']['median']} / {r['tests_after']['min']}",

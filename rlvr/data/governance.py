@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rlvr.config import Section
-from rlvr.data.amplify import AmplifyParams, amplify_problems
+from rlvr.data.amplify import AmplifyParams, amplify_problems, revert_unverified
 from rlvr.data.bundled import canonical_name, resolve, sha256_file
 from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
@@ -333,9 +333,10 @@ def run_governance(
     committed EvalPlus limit table (:func:`rlvr.data.evalplus_limits.read_table`), applied after the oracles are
     filled (:class:`DataError` when stale); ``None`` measures them from the reference's times instead
     (load-dependent; tests and benches only). Then, with ``cfg.amplify.enabled``, weak training suites are amplified
-    (:func:`rlvr.data.amplify.amplify_problems`, report key ``amplify``, with the near-miss audit of
-    :func:`rlvr.data.mutants.near_miss_report` under ``amplify.near_miss``), before the references are verified (so
-    they are verified on the amplified suites).
+    (:func:`rlvr.data.amplify.amplify_problems`, report key ``amplify``) before the references are verified (so they
+    are verified on the amplified suites); a problem whose first reference (the one that computed the added outputs)
+    is then rejected gets its original suite back (:func:`rlvr.data.amplify.revert_unverified`), and the near-miss
+    audit runs last (:func:`rlvr.data.mutants.near_miss_report`, under ``amplify.near_miss``).
 
     Returns ``(kept, report)`` with ``report = {"counts_before", "counts_after" ("<source>/<split>" → n),
     "audits": {name: report}, "expected": fill report or None, "references": verification report or None,
@@ -361,12 +362,16 @@ def run_governance(
         from rlvr.data.mutants import near_miss_report
 
         kept, report["amplify"] = amplify_problems(kept, cfg.amplify, judge, workers=cfg.expected_workers)
-        nm = cfg.amplify.near_miss
-        report["amplify"]["near_miss"] = near_miss_report(kept, judge, nm.max_problems, nm.mutants_per_problem)
     if cfg.references.verify and any(p.meta.get("role", "test") in cfg.references.roles for p in kept):
         if judge is None:
             raise ValueError("run_governance: references.verify needs a judge")
         report["reference_rows"], report["references"] = verify_references(kept, judge, cfg.references)
+    if cfg.amplify.enabled:
+        rejected = {r["id"] for r in report["reference_rows"]
+                    if r["kind"] == "solution" and r["index"] == 0 and not r["accepted"]}
+        kept = revert_unverified(kept, rejected, report["amplify"])
+        nm = cfg.amplify.near_miss
+        report["amplify"]["near_miss"] = near_miss_report(kept, judge, nm.max_problems, nm.mutants_per_problem)
     report["counts_after"] = _counts(kept)
     removed: list[dict[str, Any]] = []
     files = {_printable(k): v for k, v in (origin_of or {}).items()}

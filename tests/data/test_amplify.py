@@ -193,6 +193,25 @@ def test_governance_amplifies_after_the_audits_and_reports_per_source():
     assert "## Test amplification" in md and "| mbpp | 1 | 1 | 3 / 3.0 / 3 | 10 / 10.0 / 10 |" in md
 
 
+class RejectingJudge(InProcessOracle):
+    """Fills oracles in process; reference verification rejects every program."""
+
+    def judge_many(self, items):
+        from rlvr.judge.verdict import JudgeResult
+
+        return [JudgeResult(verdict="wrong_answer", passed=0, total=1, pass_ratio=0.0, judge_s=0.0) for _ in items]
+
+
+def test_a_problem_whose_reference_verification_fails_keeps_its_original_suite():
+    p = _problem()
+    cfg = GovernanceParams(datasets=[{"name": "mbpp", "role": "train"}], compute_expected=False,
+                           amplify={"enabled": True, "near_miss": {"max_problems": 0}})
+    kept, report = run_governance([p], cfg, judge=RejectingJudge(), audits={})
+    assert kept[0].tests == p.tests and kept[0].meta["amplify"]["reverted"] == "reference_rejected"
+    assert report["amplify"]["problems_reverted"] == 1 and report["amplify"]["problems_amplified"] == 0
+    assert report["amplify"]["after"]["mbpp"]["tests_mean"] == 3
+
+
 def test_near_miss_the_original_tests_accept_is_rejected_by_the_amplified_suite(judge):
     """A constructed example through the real judge: ``x >= 10`` passes 9 → False, 11 → True, 0 → False; the
     mutated input 10 (9 + 1) tells it from the reference ``x > 10``."""
