@@ -9,7 +9,7 @@ import pytest
 from rlvr.data.references import ReferenceParams, verify_references
 from rlvr.data.schema import CallTest, Problem, StdioTest
 from rlvr.judge.check import check_references
-from rlvr.judge.settle import cpu_judged, judge_settled, relaxed, timed_out
+from rlvr.judge.settle import cpu_judged, cpu_judged_slack, judge_settled, relaxed, timed_out
 from rlvr.judge.verdict import JudgeResult, TestResult
 
 
@@ -117,3 +117,12 @@ def test_real_judge_cpu_judged_limits_count_cpu_seconds(judge):
     assert judge.call_outputs(call, sleep_call) == [None]
     assert judge.call_outputs(cpu_judged(call, 1.0), sleep_call) == ["1"]
     assert judge.call_outputs(cpu_judged(call, 1.0), spin_call) == [None]
+
+
+def test_the_server_judges_a_request_at_its_wall_limits():
+    # CPU-judged limits stretch the wall limit MAX_SLOWDOWN x: the pipeline's own, never a client's to ask for
+    from rlvr.judge.api.native import JudgeRequest
+
+    p = cpu_judged(_problem(), 3.0)
+    got = JudgeRequest(problem=p, solution="print(1)").to_problem()
+    assert cpu_judged_slack(got) == 0.0 and got.meta == {"role": "train"} and got.time_limit_s == 3.0
