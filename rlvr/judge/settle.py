@@ -13,11 +13,11 @@ verification (``references.jsonl``, hence the SFT/DPO sets), and the ``judge_che
     second result is final.
 
 So a timeout is never final at the first limit, and the final verdict of a correct program is ``accepted`` exactly
-when each test needs under ``margin`` × its limit of CPU (+ 1 s: ``RLIMIT_CPU`` counts whole seconds, as at the
-plain limits) — a quantity the load does not change, unlike wall time. A program that cannot finish (an infinite
-loop, CPU-bound past ``margin`` × the limit) is stopped by its CPU limit and is ``timeout`` the same way on an idle
-or a busy machine. Whether a second run happened is never part of the result (it is logged), so the rows written are
-the same either way.
+when each test needs under ``margin`` × its limit of CPU (a stdio test: + 1 s, rounded up to whole seconds, as
+``RLIMIT_CPU`` is at the plain limits) — a quantity the load does not change, unlike wall time. A program that
+cannot finish (an infinite loop, CPU-bound past ``margin`` × the limit) is stopped by its CPU limit and is
+``timeout`` the same way on an idle or a busy machine. Whether a second run happened is never part of the result
+(it is logged), so the rows written are the same either way.
 
 **Supported load.** The wall backstop of the CPU-judged run is ``MAX_SLOWDOWN`` × its CPU limit, so the rule holds
 while a CPU-bound program gets at least ``1 / MAX_SLOWDOWN`` of a core: a load average up to about
