@@ -261,7 +261,9 @@ class Judge:
         ``problem.solution_prefix``. ``language``: a name of :mod:`rlvr.judge.languages` (compiled languages:
         stdin/stdout tests only; compile errors are ``syntax_error``). Never raises for the program's failures;
         infrastructure failures become ``sandbox_error``. Raises :class:`~rlvr.judge.languages.UnknownLanguageError`
-        for an unavailable language."""
+        for an unavailable language. Limits are wall seconds; on a copy made by :func:`rlvr.judge.settle.cpu_judged`
+        (trusted references only) they are CPU seconds of the program, with wall backstops ``slack`` × as long
+        (stdio: ``RLIMIT_CPU``; calls and converted asserts: the call server's CPU; driver asserts: wall only)."""
         get_language(language)
         t0 = time.monotonic()
         tests = problem.tests
