@@ -39,18 +39,14 @@ from rlvr.data.evalplus_oracles import (
     repr_may_be_floats,
 )
 from rlvr.data.schema import CallTest, Problem
+from rlvr.judge.settle import cpu_judged
 from rlvr.progress import progress
 
 __all__ = ["EVALPLUS_FLOAT_ATOL", "FILL_RETRY_FACTOR", "canonical_set_literal", "fill_expected"]
 
 EVALPLUS_FLOAT_ATOL = 1e-6
-FILL_RETRY_FACTOR = 10.0  # time-limit multiplier of the second oracle run of a reference that failed a test
+FILL_RETRY_FACTOR = 10.0  # CPU-limit multiplier of the second oracle run of a reference that failed a test
 
-
-def _relaxed(p: Problem, factor: float) -> Problem:
-    """``p`` with its time limit and every test's own limit multiplied by ``factor``."""
-    tests = [t.model_copy(update={"time_limit_s": t.time_limit_s * factor}) if t.time_limit_s else t for t in p.tests]
-    return p.model_copy(update={"tests": tests, "time_limit_s": p.time_limit_s * factor})
 
 class _CallOutputs(Protocol):
     def call_outputs(self, problem: Problem, solution: str) -> list[str | None]: ...
@@ -102,8 +98,12 @@ def fill_expected(
     (:func:`rlvr.data.evalplus_limits.set_time_limits`; load-dependent, so off in the governance stage).
 
     A problem on which the reference fails any test (exception, timeout, unserialisable value) is run once more with
-    :data:`FILL_RETRY_FACTOR` × its time limits, and that second run decides every test (a deterministic rule, as
-    :mod:`rlvr.judge.settle`'s: a reference slowed past its limit by the machine's load keeps its tests).
+    CPU-judged limits of :data:`FILL_RETRY_FACTOR` × its time limits (:func:`rlvr.judge.settle.cpu_judged`: each
+    call may use that many CPU seconds, its wall limit is only a backstop :data:`~rlvr.judge.settle.MAX_SLOWDOWN`
+    × longer), and that second run decides every test: the rule of :mod:`rlvr.judge.settle`. A test is thus kept
+    exactly when the reference returns a plain value within ``FILL_RETRY_FACTOR`` × its limit of CPU (HumanEval+:
+    60 s), on an idle machine or under any load the settle rule supports (a load average up to ``MAX_SLOWDOWN`` ×
+    the cores); a reference that cannot finish (CPU-bound past that) loses the test the same way idle or busy.
 
     A :data:`~rlvr.data.evalplus_oracles.SUM_SENSITIVE` problem's reference is also run under each rule of
     :data:`~rlvr.data.evalplus_oracles.SUM_RULES` (its source prepended: a module-level ``sum``), with the same retry;
@@ -117,8 +117,8 @@ def fill_expected(
 
     def outputs(p: Problem, solution: str) -> list[str | None]:
         outs = judge.call_outputs(p, solution)
-        if any(o is None for o in outs):  # once more at FILL_RETRY_FACTOR x the limit; that result is final
-            outs = judge.call_outputs(_relaxed(p, FILL_RETRY_FACTOR), solution)
+        if any(o is None for o in outs):  # once more, CPU-judged at FILL_RETRY_FACTOR x the limit: that is final
+            outs = judge.call_outputs(cpu_judged(p, FILL_RETRY_FACTOR), solution)
         return outs
 
     def work(p: Problem) -> tuple[list[list[str | None]] | None, str | None]:

@@ -42,9 +42,9 @@ class JudgeLike(Protocol):
 
 
 def check_references(problems: Sequence[Problem], judge: JudgeLike, max_listed: int = 200) -> dict[str, Any]:
-    """Judge the first reference solution of every problem that has one; one that times out is judged again at 3 × the
-    limits, and that verdict counts (:func:`rlvr.judge.settle.judge_settled`: the counts do not follow the
-    machine's load).
+    """Judge the first reference solution of every problem that has one; one that times out is judged again with CPU
+    limits of 3 × the limits, and that verdict counts (:func:`rlvr.judge.settle.judge_settled`: the counts do not
+    follow the machine's load).
 
     Returns a JSON-ready dict: ``problems`` (total), ``with_reference``, ``accepted``, ``rejected``,
     ``accepted_fraction`` (of those with a reference; 0.0 when none), ``verdicts`` (count per verdict), ``judge_s``

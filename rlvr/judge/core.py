@@ -29,6 +29,7 @@ from rlvr.judge.languages import Language, get_language
 from rlvr.judge.sandbox import Sandbox, SandboxError
 from rlvr.judge.sandbox.cgroups import detect
 from rlvr.judge.scoring import CheckBudget, failure_verdict, printable, score
+from rlvr.judge.settle import cpu_judged_slack
 from rlvr.judge.submit import Worker, run_batch
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
@@ -215,21 +216,25 @@ class Judge:
         prefix = problem.solution_prefix if lang.name == "python" else ""
         code = f"{prefix}\n{solution}" if prefix else solution
         batch, where, converted, drive_codes, drive_tls = [], [], {}, [], []
+        slack = cpu_judged_slack(problem)  # CPU-judged limits (rlvr.judge.settle): wall = slack x the CPU limit
+        walls = []
         for i, t in enumerate(tests):
             tl = _tl(problem, t)
+            walls.append(tl * slack if slack else tl)
+            lim: dict[str, float] = {"tl": walls[-1], "cpu": tl} if slack else {"tl": tl}
             if isinstance(t, StdioTest):
-                batch.append({"kind": "stdio", "stdin": t.stdin, "tl": tl})
+                batch.append({"kind": "stdio", "stdin": t.stdin, **lim})
             elif isinstance(t, CallTest):
-                batch.append({"kind": "call", "args": t.args, "tl": tl})
+                batch.append({"kind": "call", "args": t.args, **lim})
             else:
                 conv = as_call(t.code, problem.entry_point)
                 if conv is not None:
-                    batch.append({"kind": "call", "args": conv.args, "kwargs": conv.kwargs, "tl": tl})
+                    batch.append({"kind": "call", "args": conv.args, "kwargs": conv.kwargs, **lim})
                     converted[i] = conv.expected
-                else:
+                else:  # the driver's asserts keep wall limits (x slack when CPU-judged)
                     where.append(("d", len(drive_codes)))
                     drive_codes.append(t.code)
-                    drive_tls.append(tl)
+                    drive_tls.append(walls[-1])
                     continue
             where.append(("b", len(batch) - 1))
         req = {
@@ -239,7 +244,7 @@ class Judge:
             "call_cpu_s": sum(_tl(problem, t) for t in tests) + 1.0,
         }
         drive = driver_request(problem, drive_codes, self.max_timeouts) if drive_codes else None
-        hang = sum(_tl(problem, t) + 2.0 for t in tests) + 60.0
+        hang = sum(w + 2.0 for w in walls) + 60.0
         return {"req": req, "n": len(batch), "drive": drive, "tls": drive_tls, "hang": hang, "where": where,
                 "converted": converted}
 
@@ -256,7 +261,9 @@ class Judge:
         ``problem.solution_prefix``. ``language``: a name of :mod:`rlvr.judge.languages` (compiled languages:
         stdin/stdout tests only; compile errors are ``syntax_error``). Never raises for the program's failures;
         infrastructure failures become ``sandbox_error``. Raises :class:`~rlvr.judge.languages.UnknownLanguageError`
-        for an unavailable language."""
+        for an unavailable language. Limits are wall seconds; on a copy made by :func:`rlvr.judge.settle.cpu_judged`
+        (trusted references only) they are CPU seconds of the program, with wall backstops ``slack`` × as long
+        (stdio: ``RLIMIT_CPU``; calls and converted asserts: the call server's CPU; driver asserts: wall only)."""
         get_language(language)
         t0 = time.monotonic()
         tests = problem.tests

@@ -1,22 +1,37 @@
-"""Load-independent verdicts for trusted programs near their time limit (reference solutions).
+"""Load-independent verdicts for trusted programs near their time limit (reference solutions, oracle filling).
 
 A wall-clock limit makes a program whose run time is close to it flip between ``accepted`` and ``timeout`` with the
-machine's load (one CodeContests reference did, between ``dvc repro`` runs). Where the verdict feeds a hashed output
-or a quality metric — the governance stage's reference verification (``references.jsonl``, hence the SFT/DPO sets)
-and the ``judge_check`` stage — :func:`judge_settled` applies one deterministic rule:
+machine's load (one CodeContests reference did, between ``dvc repro`` runs; a busier clone rejected another, and at
+load 8–10 on 2 cores oracle filling dropped 7 of HumanEval/83's tests). Where the verdict feeds a hashed output or a
+quality metric — the governance stage's oracle filling (:func:`rlvr.data.oracles.fill_expected`) and reference
+verification (``references.jsonl``, hence the SFT/DPO sets), and the ``judge_check`` stage — one rule applies:
 
-    judge every program at the problem's limits; a program with any timed-out test is judged **once more** with
-    every limit multiplied by ``margin`` (default :data:`TIMEOUT_MARGIN` = 3), and that second result is final.
+    judge every program at the problem's (wall) limits; a program with any timed-out test is judged **once more
+    with CPU-judged limits** (:func:`cpu_judged`): every test's limit multiplied by ``margin`` becomes a limit on
+    the test's **CPU seconds** (user + system of the program: ``RLIMIT_CPU`` for a stdio test, the call server's
+    CPU read from ``/proc`` for a call test), its wall limit a backstop :data:`MAX_SLOWDOWN` times longer. That
+    second result is final.
 
-The outcome is the program's verdict at ``margin`` × the limits whenever its first run timed out, and its verdict at
-the limits otherwise; both agree unless a test's run time lies between the limit and ``margin`` × the limit. So a
-program near its limit gets the same verdict on an idle or a busy machine (it is accepted either way once a slowdown
-below ``margin`` × pushed it over), and only a program near ``margin`` × its limit *and* slowed past the limit in
-its first run could still flip. Whether a second run happened is never part of the result (it is logged), so the
-rows written are the same either way. Why 3: the two CodeContests references that time out at their 10 s limit on
-the shared 2-core machine took 14.4 s and 15.6 s of wall time (6.6 s and 8.8 s of CPU) at a load average of about
-5, so a margin of 2 would leave them little headroom. This is for trusted programs only: a model's code is judged at
-the plain limits (rewards, evaluation).
+So a timeout is never final at the first limit, and the final verdict of a correct program is ``accepted`` exactly
+when each test needs under ``margin`` × its limit of CPU (a stdio test: + 1 s, rounded up to whole seconds, as
+``RLIMIT_CPU`` is at the plain limits) — a quantity the load does not change, unlike wall time. A program that
+cannot finish (an infinite loop, CPU-bound past ``margin`` × the limit) is stopped by its CPU limit and is
+``timeout`` the same way on an idle or a busy machine. Whether a second run happened is never part of the result
+(it is logged), so the rows written are the same either way.
+
+**Supported load.** The wall backstop of the CPU-judged run is ``MAX_SLOWDOWN`` × its CPU limit, so the rule holds
+while a CPU-bound program gets at least ``1 / MAX_SLOWDOWN`` of a core: a load average up to about
+``MAX_SLOWDOWN`` × the cores (8 × the cores; on the 2-core machine, load 16), counting the judge's own workers.
+Beyond that a reference needing close to its CPU limit could reach the wall backstop first. What stays
+load-dependent: a program needing CPU within a few per cent of ``margin`` × its limit (CPU time itself varies a
+little with cache contention), and assert tests run in the driver sandbox (not convertible to calls,
+:mod:`rlvr.judge.asserts`), whose limits stay wall limits (× ``MAX_SLOWDOWN`` in the second run). Only the embedded
+judge (:class:`rlvr.judge.core.Judge`, the pipeline's) reads CPU-judged limits; another judge sees the ``margin`` ×
+wall limits of the old rule.
+
+Why 3: the two CodeContests references that time out at their 10 s limit on the shared 2-core machine took 14.4 s
+and 15.6 s of wall time (6.6 s and 8.8 s of CPU) at a load average of about 5; at 3 × they are accepted by CPU on any
+machine. This is for trusted programs only: a model's code is judged at the plain wall limits (rewards, evaluation).
 """
 
 from __future__ import annotations
@@ -28,11 +43,16 @@ from typing import Any, Protocol
 from rlvr.data.schema import Problem
 from rlvr.judge.verdict import JudgeResult
 
-__all__ = ["TIMEOUT_MARGIN", "judge_settled", "relaxed", "timed_out"]
+__all__ = ["CPU_LIMITS_KEY", "MAX_SLOWDOWN", "TIMEOUT_MARGIN", "cpu_judged", "cpu_judged_slack", "judge_settled",
+           "relaxed", "timed_out"]
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_MARGIN = 3.0  # the second run's limits, × the problem's
+TIMEOUT_MARGIN = 3.0  # the second run's CPU limits, × the problem's limits
+MAX_SLOWDOWN = 8.0  # the second run's wall backstop, × its CPU limits: the supported load (module docstring)
+CPU_LIMITS_KEY = "_rlvr_cpu_judged"
+"""``Problem.meta`` key of a CPU-judged copy (:func:`cpu_judged`): its value is the wall backstop factor. Set only on
+the copies judged here, never on a written problem."""
 
 
 class _JudgeMany(Protocol):
@@ -49,6 +69,25 @@ def relaxed(problem: Problem, factor: float) -> Problem:
     return problem.model_copy(update={"tests": tests, "time_limit_s": problem.time_limit_s * factor})
 
 
+def cpu_judged(problem: Problem, margin: float, slowdown: float = MAX_SLOWDOWN) -> Problem:
+    """A copy of ``problem`` whose limits (× ``margin``, :func:`relaxed`) are CPU limits, seconds, with wall
+    backstops ``slowdown`` × as long (``meta[CPU_LIMITS_KEY] = slowdown``; read by the embedded judge's plan,
+    :func:`cpu_judged_slack`). Raises ``ValueError`` when ``margin`` is not positive or ``slowdown`` is below 1."""
+    if not slowdown >= 1:
+        raise ValueError(f"slowdown: must be >= 1, got {slowdown!r}")
+    p = relaxed(problem, margin)
+    return p.model_copy(update={"meta": {**p.meta, CPU_LIMITS_KEY: float(slowdown)}})
+
+
+def cpu_judged_slack(problem: Problem) -> float:
+    """The wall backstop factor of a :func:`cpu_judged` copy (>= 1), or 0.0 for a problem with plain wall limits."""
+    try:
+        slack = float(problem.meta.get(CPU_LIMITS_KEY) or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return slack if slack >= 1 else 0.0
+
+
 def timed_out(result: JudgeResult) -> bool:
     """True when the verdict, or any test's verdict (when ``result`` lists its tests), is ``timeout``."""
     return result.verdict == "timeout" or any(t.verdict == "timeout" for t in getattr(result, "tests", ()))
@@ -57,14 +96,14 @@ def timed_out(result: JudgeResult) -> bool:
 def judge_settled(judge: _JudgeMany, items: Sequence[tuple[Problem, str]],
                   margin: float = TIMEOUT_MARGIN) -> list[JudgeResult]:
     """Judge ``items`` (``(problem, program)`` pairs) with the module's rule: a result with a timeout is replaced by
-    the result at ``margin`` × the limits (one batch ``judge_many`` call for all of them). Results in input order.
-    ``margin`` 1 (or less) disables the second run."""
+    the result at CPU-judged limits of ``margin`` × the limits (:func:`cpu_judged`; one batch ``judge_many`` call for
+    all of them). Results in input order. ``margin`` 1 (or less) disables the second run."""
     results: list[Any] = list(judge.judge_many(items)) if items else []
     again = [i for i, r in enumerate(results) if timed_out(r)]
     if again and margin > 1:
-        log.info("judge_settled: %d of %d programs timed out; judged again at %.1fx the limits", len(again),
-                 len(items), margin)
-        second = judge.judge_many([(relaxed(items[i][0], margin), items[i][1]) for i in again])
+        log.info("judge_settled: %d of %d programs timed out; judged again with CPU limits of %.1fx the limits",
+                 len(again), len(items), margin)
+        second = judge.judge_many([(cpu_judged(items[i][0], margin), items[i][1]) for i in again])
         for i, r in zip(again, second, strict=True):
             results[i] = r
     return results

@@ -1,14 +1,15 @@
-"""Verdicts of trusted programs near their time limit (rlvr.judge.settle): a timed-out program is judged again at
-3 x the limits and that verdict is final, so the result does not depend on whether the first run was slowed."""
+"""Verdicts of trusted programs near their time limit (rlvr.judge.settle): a timed-out program is judged again with
+CPU limits of 3 x the limits (wall only a backstop) and that verdict is final, so the result does not depend on
+whether, or how much, the first run was slowed."""
 
 from __future__ import annotations
 
 import pytest
 
 from rlvr.data.references import ReferenceParams, verify_references
-from rlvr.data.schema import Problem, StdioTest
+from rlvr.data.schema import CallTest, Problem, StdioTest
 from rlvr.judge.check import check_references
-from rlvr.judge.settle import judge_settled, relaxed, timed_out
+from rlvr.judge.settle import cpu_judged, cpu_judged_slack, judge_settled, relaxed, timed_out
 from rlvr.judge.verdict import JudgeResult, TestResult
 
 
@@ -89,10 +90,39 @@ def test_reference_rows_and_judge_check_do_not_follow_the_load():
 
 
 def test_real_judge_rejudges_a_program_just_over_its_limit(judge):
-    # sleeping is wall time that load does not change: 0.7 s against 0.5 s times out, and is accepted at 1.5 s
+    # sleeping is wall time, not CPU: 0.7 s against 0.5 s times out; the second run limits CPU (1.5 s, wall only a
+    # backstop of MAX_SLOWDOWN x 1.5 s), so even a 2.5 s sleeper is accepted there
     p = Problem(id="s/1", source="s", split="train", statement="s", time_limit_s=0.5, tests=[StdioTest(
         stdin="", stdout="1")])
     slow, fast = "import time\ntime.sleep(0.7)\nprint(1)", "print(1)"
     assert judge.judge(p, slow).verdict == "timeout"
     assert [r.verdict for r in judge_settled(judge, [(p, slow), (p, fast)])] == ["accepted", "accepted"]
-    assert judge_settled(judge, [(p, "import time\ntime.sleep(2.5)\nprint(1)")])[0].verdict == "timeout"
+    assert judge_settled(judge, [(p, "import time\ntime.sleep(2.5)\nprint(1)")])[0].verdict == "accepted"
+
+
+@pytest.mark.slow  # CPU-bound loops run to their CPU limits: ~10 s idle, more under load
+def test_real_judge_cpu_judged_limits_count_cpu_seconds(judge):
+    # a CPU-judged copy's limit is on CPU seconds (stdio: RLIMIT_CPU; call: the call server's CPU from /proc), so a
+    # program sleeping past it passes and a CPU-bound loop is stopped by it: what load cannot change
+    stdio = Problem(id="s/2", source="s", split="train", statement="s", time_limit_s=1.0,
+                    tests=[StdioTest(stdin="", stdout="1")])
+    call = Problem(id="c/2", source="c", split="train", statement="s", time_limit_s=1.0, entry_point="f",
+                   tests=[CallTest(args="[]", expected="1")])
+    sleep_stdio, spin_stdio = "import time\ntime.sleep(2)\nprint(1)", "while True:\n    pass"
+    sleep_call = "import time\ndef f():\n    time.sleep(2)\n    return 1"
+    spin_call = "def f():\n    while True:\n        pass"
+    assert judge.judge(stdio, sleep_stdio).verdict == "timeout"
+    assert [judge.judge(cpu_judged(stdio, 1.0), c).verdict for c in (sleep_stdio, spin_stdio)] == [
+        "accepted", "timeout"]
+    assert judge.call_outputs(call, sleep_call) == [None]
+    assert judge.call_outputs(cpu_judged(call, 1.0), sleep_call) == ["1"]
+    assert judge.call_outputs(cpu_judged(call, 1.0), spin_call) == [None]
+
+
+def test_the_server_judges_a_request_at_its_wall_limits():
+    # CPU-judged limits stretch the wall limit MAX_SLOWDOWN x: the pipeline's own, never a client's to ask for
+    from rlvr.judge.api.native import JudgeRequest
+
+    p = cpu_judged(_problem(), 3.0)
+    got = JudgeRequest(problem=p, solution="print(1)").to_problem()
+    assert cpu_judged_slack(got) == 0.0 and got.meta == {"role": "train"} and got.time_limit_s == 3.0

@@ -43,6 +43,7 @@ from rlvr.judge.api.common import (
     the_judge,
 )
 from rlvr.judge.api.limits import check_language, check_problem_limits
+from rlvr.judge.settle import CPU_LIMITS_KEY
 from rlvr.judge.verdict import JudgeResult
 
 __all__ = ["JudgeRequest", "JudgeResponse", "router"]
@@ -77,6 +78,10 @@ class JudgeRequest(BaseModel):
         if not problem.tests:
             raise BadRequest(f"field '{field}.tests': the problem has no tests")
         check_problem_limits(problem, field)
+        if CPU_LIMITS_KEY in problem.meta:  # CPU-judged limits are the pipeline's own (rlvr.judge.settle): a request
+            # judges at its wall limits, so the server's cost bound holds
+            problem = problem.model_copy(update={"meta": {k: v for k, v in problem.meta.items()
+                                                          if k != CPU_LIMITS_KEY}})
         return problem
 
 

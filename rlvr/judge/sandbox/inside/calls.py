@@ -6,6 +6,10 @@ wall-clock budget, restart it after a timeout or a crash (inside the sandbox; st
 "message"}``, ``{"status": "timeout"}``, or — the process died or failed to load — ``{"status": "signal" |
 "no_result" | "exception", "fatal": true, …}`` (with ``"loaded": true`` when it died after loading the submission:
 the next call starts a fresh server). Each carries ``wall_s`` (seconds, this call).
+
+A call given a CPU budget (``cpu_s``: the judge's CPU-judged limits, :mod:`rlvr.judge.settle`) also ends as
+``timeout`` once the server has used that many CPU seconds (user + system, from ``/proc/<pid>/stat``) since the call
+began, whatever the wall time; its wall budget is then only a backstop for a program that blocks without computing.
 """
 
 import json
@@ -17,6 +21,23 @@ import time
 
 import callserver
 import proc
+
+_TICK = os.sysconf("SC_CLK_TCK")
+_CPU_POLL_S = 0.05  # shortest wait between two CPU readings of a call with a CPU budget
+
+
+def cpu_seconds_of(pid):
+    """CPU seconds (user + system of all its threads, and of its reaped children) process ``pid`` has used, from
+    ``/proc/<pid>/stat`` (fields 14–17, clock ticks; proc(5)); None when it cannot be read (the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    try:
+        return sum(int(x) for x in fields[11:15]) / _TICK
+    except (ValueError, IndexError):
+        return None
 
 
 class CallServer:
@@ -102,13 +123,15 @@ class CallServer:
             "loaded": self.loaded,
         }
 
-    def call(self, msg, budget_s):
+    def call(self, msg, budget_s, cpu_s=None):
         """Send ``msg`` (target/args/kwargs/getattr) and wait at most ``budget_s`` wall seconds (loading the
-        submission, when the server has to start, counts against the same budget)."""
+        submission, when the server has to start, counts against the same budget); with ``cpu_s`` (seconds), also
+        at most that much CPU of the server (module docstring)."""
         t0 = time.monotonic()
         deadline = t0 + max(0.0, budget_s)
         if self.pid is None:
             self._start()
+        cpu0 = cpu_seconds_of(self.pid) if cpu_s is not None else None
         self.seq += 1
         k = self.seq
         body = json.dumps({**msg, "k": k}).encode()
@@ -127,6 +150,12 @@ class CallServer:
                     return _answer(rec, t0)
             self.pending = [r for r in self.pending if r.get("k") is not None and r.get("k") > k]
             remaining = deadline - time.monotonic()
+            if cpu0 is not None:
+                used = cpu_seconds_of(self.pid)
+                if used is not None and used - cpu0 >= cpu_s:
+                    remaining = 0.0
+                elif used is not None:  # CPU accrues at most as fast as wall time per thread: wake up to re-read it
+                    remaining = min(remaining, max(_CPU_POLL_S, cpu_s - (used - cpu0)))
             if remaining <= 0:
                 self.stop()
                 return {"status": "timeout", "wall_s": round(time.monotonic() - t0, 6)}

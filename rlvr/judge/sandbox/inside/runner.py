@@ -9,7 +9,8 @@ submission is in it; as it ends it kills every other process and wipes every wri
 
 Ops (request ``op``):
   ``batch``: ``{"code", "native", "tests": [{"kind": "stdio", "stdin", "tl"} | {"kind": "call", "args", "kwargs",
-  "tl"}], "entry_point", "test_setup", "memory_limit_mb", "output_limit_mb", "max_timeouts", "interactive",
+  "tl"}] (each with an optional ``"cpu"``: a CPU limit, seconds, apart from the wall limit ``tl``), "entry_point",
+  "test_setup", "memory_limit_mb", "output_limit_mb", "max_timeouts", "interactive",
   "call_cpu_s", "flush_each"}`` → ``{"t": "compile_error", "msg"}`` | ``{"t": "recs", "recs": [{"i", "rec"}, …]}``
   frames in test order (one per ~1 MB of records, a larger record alone, the rest at the end; one per test with
   ``flush_each``; every frame under :data:`wire.FRAME_CAP`, see :func:`record_cost`); then, when
@@ -82,11 +83,13 @@ def _stdio_child(code_obj, chan):
     os._exit(code)
 
 
-def _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native, add_newline):
-    """(stdin bytes, limits, base_vm, target(chan)) of one stdio test."""
+def _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native, add_newline, cpu_limit=None):
+    """(stdin bytes, limits, base_vm, target(chan)) of one stdio test. RLIMIT_CPU: ``cpu_limit`` (seconds; default
+    the wall ``time_limit``) + 1 s."""
     if add_newline and stdin and not stdin.endswith("\n"):
         stdin += "\n"
-    limits = {"memory_limit_mb": memory_mb, "cpu_s": time_limit + 1, "output_limit_mb": output_mb}
+    cpu = time_limit if cpu_limit is None else cpu_limit
+    limits = {"memory_limit_mb": memory_mb, "cpu_s": cpu + 1, "output_limit_mb": output_mb}
     if native is None:
         target = lambda chan: _stdio_child(code_obj, chan)  # noqa: E731
     else:
@@ -117,10 +120,12 @@ def _stdio_record(timed_out, status, cpu_s, wall_s, out_fd, err_fd, got, output_
     return rec
 
 
-def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native=None, add_newline=True):
-    """Run the program once on ``stdin`` (str) in a child; return a record (wall ``time_limit`` seconds)."""
+def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native=None, add_newline=True,
+              cpu_limit=None):
+    """Run the program once on ``stdin`` (str) in a child; return a record (wall ``time_limit`` seconds, CPU
+    ``cpu_limit`` + 1 s: :func:`_stdio_setup`)."""
     data, limits, base_vm, target = _stdio_setup(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native,
-                                                 add_newline)
+                                                 add_newline, cpu_limit)
     pid, rfd, out_fd, err_fd, t0, nonce = proc.spawn(target, data, limits, base_vm)
     got = {}
     timed_out, status, rusage = proc.collect(pid, rfd, nonce, t0 + time_limit, got.update)
@@ -129,7 +134,7 @@ def run_stdio(code_obj, stdin, time_limit, memory_mb, output_mb, base_vm, native
 
 
 def run_stdio_tests(code_obj, tests, memory_mb, output_mb, base_vm, native, max_timeouts, timeouts):
-    """Run consecutive stdio ``tests`` (dicts with ``stdin``, ``tl``) through the compiled loop
+    """Run consecutive stdio ``tests`` (dicts with ``stdin``, ``tl``, optional ``cpu``) through the compiled loop
     (:func:`forkloop.run`); returns their records in order: fewer than ``tests`` when ``max_timeouts`` was reached
     (``timeouts``: those counted so far) or when the work dir had to be cleaned after the last one returned (it is
     cleaned here)."""
@@ -137,7 +142,7 @@ def run_stdio_tests(code_obj, tests, memory_mb, output_mb, base_vm, native, max_
     for t in tests:
         tls.append(float(t["tl"]))
         d, limits, vm, target = _stdio_setup(code_obj, t.get("stdin", ""), tls[-1], memory_mb, output_mb, base_vm,
-                                             native, True)
+                                             native, True, t.get("cpu"))
         data.append(d)
         targets.append(target)
         cpus.append(limits["cpu_s"])
@@ -246,12 +251,14 @@ def handle_batch(req, send, recv, base_vm):
                         ready[i + k] = r
                 rec = ready.pop(i, None)
                 if rec is None:  # the Python loop (no compiled loop, or it ran none of this chunk)
-                    rec = run_stdio(code_obj, t.get("stdin", ""), tl, mem, outmb, base_vm, native)
+                    rec = run_stdio(code_obj, t.get("stdin", ""), tl, mem, outmb, base_vm, native,
+                                    cpu_limit=t.get("cpu"))
                     _clean_workdir()
             elif fatal is not None:
                 rec = fatal
             else:
-                rec = server.call({"target": None, "args": t["args"], "kwargs": t.get("kwargs") or "{}"}, tl)
+                rec = server.call({"target": None, "args": t["args"], "kwargs": t.get("kwargs") or "{}"}, tl,
+                                  t.get("cpu"))
                 if rec.get("fatal") and rec["status"] != "timeout" and not rec.get("loaded"):
                     fatal = rec  # it cannot load: every later call test fails the same way (a death after loading
                     # costs that call only: the next one starts a fresh server)
