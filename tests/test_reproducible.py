@@ -1,17 +1,18 @@
 """Reproducibility check (issues 29, 45): the same inputs give byte-identical outputs, on an idle or a busy CPU.
 
-On a small slice, the ``governance`` stage (real judge: oracle filling, the committed EvalPlus time limits, test amplification and its
-near-miss audit, reference verification near a limit) and a few steps of local SFT and GRPO training of a tiny model each run twice — the second
-time while a bounded load generator keeps :data:`SPINNERS_PER_CORE` spinning processes per core busy (issue 45 asks
-for at least 2 x the cores) — and every output file's sha256 must be equal (for training: the models and the curves
-TSVs, whose judge seconds per step go to their cost mirror). What this guards: a measured timing leaking into a
-hashed output or a plot (the time limits governance used to measure, the judge seconds per GRPO step), a verdict
-that follows the load (a reference near its limit: the slice holds HumanEval/83 of HumanEval+ v0.1.10, whose
-million-digit inputs need 4-8 s of the reference against a 6 s fill limit, and whose oracle filling lost 7 tests at
-load 8-10 on 2 cores before the CPU-judged retry of :mod:`rlvr.judge.settle`), or a training run that follows the
-thread count or the scheduling. Minutes of CPU: run it on its own, not in a loop (the governance test took 19 min
-on the shared 2-core machine at a load average of 7-11 from other work: 7 min idle, 12 min busy; main's code failed
-its first run there, on HumanEval/83: "109 tests measured, 102 now").
+On a small slice, the ``governance`` stage (real judge: oracle filling, the committed EvalPlus time limits, test
+amplification and its near-miss audit, reference verification near a limit) and a few steps of local SFT and GRPO
+training of a tiny model each run twice — the second time while a bounded load generator keeps
+:data:`SPINNERS_PER_CORE` spinning processes per core busy (issue 45 asks for at least 2 x the cores) — and every
+output file's sha256 must be equal (for training: the models and the curves TSVs, whose judge seconds per step go to
+their cost mirror). What this guards: a measured timing leaking into a hashed output or a plot (the time limits
+governance used to measure, the judge seconds per GRPO step), a verdict that follows the load (a reference near its
+limit: the slice holds HumanEval/83 of HumanEval+ v0.1.10, whose million-digit inputs need 4-8 s of the reference
+against a 6 s fill limit, and whose oracle filling lost 7 tests at load 8-10 on 2 cores before the CPU-judged retry
+of :mod:`rlvr.judge.settle`), or a training run that follows the thread count or the scheduling. Minutes of CPU: run
+it on its own, not in a loop (the governance test, then also holding a CodeContests reference near its limit, took
+19 min on the shared 2-core machine at a load average of 7-11 from other work: 7 min idle, 12 min busy; main's code
+failed its first run there, on HumanEval/83: "109 tests measured, 102 now").
 """
 
 from __future__ import annotations
@@ -37,10 +38,11 @@ SPINNERS_PER_CORE = 2  # the load generator's processes per core (issue 45: at l
 
 #: Problems added to a dataset's first ``max_problems`` (:func:`_governance` picks them; dataset slug -> ids):
 #: references near their limit, whose verdicts or kept tests used to follow the load. HumanEval/83: oracle filling
-#: (see the module docstring); 1278_f_cards: a CodeContests reference needing 5.6-8.4 s of CPU per test against its
-#: 10 s limit (17-38 s of wall time at load 8 on 2 cores), which the old second run at 3 x the wall limit rejected.
-NEAR_LIMIT = {"humanevalplus-v0.1.10": ["humanevalplus/HumanEval/83"],
-              "codecontests": ["codecontests/1278_f_cards_5019"]}
+#: (see the module docstring). A CodeContests reference near its limit (1278_f_cards: 5.6-8.4 s of CPU per test
+#: against a 10 s limit, 17-38 s of wall time at load 8 on 2 cores, rejected by the old 3 x wall retry) passed this
+#: test once with the CPU-judged rule, but costs minutes of CPU per run; tests/data/test_settle_under_load.py keeps
+#: that case with a fake judge, and tests/judge/test_judge_settle.py runs the rule in the real sandbox.
+NEAR_LIMIT = {"humanevalplus-v0.1.10": ["humanevalplus/HumanEval/83"]}
 
 #: The slice: EvalPlus test sets (oracles + committed limits), training sets with references to verify, and the
 #: synthetic family; a few problems each (plus :data:`NEAR_LIMIT`, most of the run's CPU).
@@ -131,8 +133,6 @@ def test_governance_is_a_function_of_its_inputs(tmp_path):
     for slug, ids in NEAR_LIMIT.items():
         kept = [json.loads(line)["id"] for line in (tmp_path / f"idle/problems/{slug}.jsonl").open()]
         assert set(ids) <= set(kept), slug
-    refs = [json.loads(line) for line in (tmp_path / "idle/references.jsonl").open()]
-    assert any(r["id"] == "codecontests/1278_f_cards_5019" and r["accepted"] for r in refs)
     assert busy == idle
 
 
