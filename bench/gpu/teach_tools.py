@@ -6,7 +6,8 @@ it (TRL ``SFTTrainer``, completion-only loss, CPU is enough) on transcripts of t
 template and message roles that verl's agent loop renders, up to three rows per problem:
 
 1. prompt = the problem (:func:`rlvr.data.prompts.build_messages`, what the repair parquet holds) → completion =
-   a ``run_tests`` call with the reference solution (:func:`rlvr.repair.verl_tool.tool_call_text` in ``--format``);
+   a ``run_tests`` call with the reference solution (:func:`rlvr.repair.verl_tool_variant.tool_call_text` in
+   ``--format``);
 2. prompt = 1. + that call + the tool's answer to an accepted program
    (:func:`rlvr.repair.verl_tool.accepted_feedback`) → completion = the final answer in a ```python block
    (:func:`rlvr.data.synthetic.completion_for`);
@@ -44,7 +45,8 @@ from rlvr.data.schema import Problem, read_problems  # noqa: E402
 from rlvr.data.synthetic import completion_for  # noqa: E402
 from rlvr.io import atomic_dir, atomic_write_text  # noqa: E402
 from rlvr.repair.env import EnvConfig, format_feedback, split_tests  # noqa: E402
-from rlvr.repair.verl_tool import accepted_feedback, tool_call_text  # noqa: E402
+from rlvr.repair.verl_tool import accepted_feedback  # noqa: E402
+from rlvr.repair.verl_tool_variant import tool_call_text  # noqa: E402
 
 
 def transcripts(problems: list[Problem], fmt: str, env: EnvConfig, judge: Any = None, failures_per_problem: int = 1,
@@ -97,7 +99,7 @@ def call_rate(model_dir: Path, problems: list[Problem], fmt: str, max_new_tokens
     from verl.tools.schemas import OpenAIFunctionToolSchema
 
     from rlvr.repair.env import EnvConfig
-    from rlvr.repair.verl_tool import repair_tool_config
+    from rlvr.repair.verl_tool_variant import repair_tool_config
 
     parser = ToolParser.get_tool_parser(fmt, tok)
     schemas = [OpenAIFunctionToolSchema(**t["tool_schema"]) for t in repair_tool_config(EnvConfig())["tools"]]

@@ -119,7 +119,7 @@ class EnvConfig(Section):
     feedback turn used (answers − 1; module doc, rule 4: local engine :func:`rlvr.train.local.repair.
     turn_penalty_reward`, verl :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`).
     ``tool_format``: verl's ``multi_turn.format``, the tool-call syntax verl's agent loop parses (the repair protocol
-    uses no verl tool, so it only matters for the tool variants :class:`rlvr.repair.verl_tool.RunTestsTool` and
+    uses no verl tool, so it only matters for the tool variants :class:`rlvr.repair.verl_tool_variant.RunTestsTool` and
     :mod:`rlvr.repair.trl_env`)
     (``actor_rollout_ref.rollout.multi_turn.format``; verl 0.9.1 ``experimental/agent_loop/tool_parser.py``):
     ``hermes`` = ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Qwen2.5 instruct models),
@@ -222,7 +222,7 @@ def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig, promp
 
 
 def accepted_feedback(total: int) -> str:
-    """What the ``run_tests`` tool variants (:mod:`rlvr.repair.trl_env`, :class:`rlvr.repair.verl_tool.
+    """What the ``run_tests`` tool variants (:mod:`rlvr.repair.trl_env`, :class:`rlvr.repair.verl_tool_variant.
     RunTestsTool`) answer when a program passes all ``total`` visible tests (the protocol itself ends the episode
     there and says nothing)."""
     return f"All {total} example tests passed."

@@ -104,7 +104,7 @@ def repair_row_fields(problem: Problem, cfg: EnvConfig) -> dict[str, Any]:
     :func:`rlvr.repair.protocol.initial_messages`), ``agent_name``, ``reward_model`` (hidden ground truth) and
     ``extra_info[VISIBLE_KEY]`` (visible ground truth, for the feedback of
     :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`) plus ``extra_info.tools_kwargs.run_tests`` (the same, for
-    the tool variant :class:`rlvr.repair.verl_tool.RunTestsTool`). Merge into the row of
+    the tool variant :class:`rlvr.repair.verl_tool_variant.RunTestsTool`). Merge into the row of
     :mod:`rlvr.train.verl.data`; raises ``ValueError`` for a problem without tests."""
     visible, hidden = split_tests(problem, cfg.visible_tests)
     vis = ground_truth(visible)

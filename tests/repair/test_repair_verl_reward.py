@@ -16,7 +16,7 @@ pytest.importorskip("verl")
 
 from rlvr.judge.verdict import JudgeResult
 from rlvr.model import build_tokenizer
-from rlvr.repair import EnvConfig, verl_tool
+from rlvr.repair import EnvConfig, verl_tool, verl_tool_variant
 from rlvr.reward.scorer import set_default_judge
 
 FIXED = "```python\nprint('FIXED')\n```"
@@ -95,7 +95,7 @@ def test_tool_calls_that_fail_to_parse_are_counted(tmp_path, monkeypatch, reward
     """verl's plain tool loop (a row without the protocol's visible tests): a hermes call with broken JSON is dropped
     by verl's parser (the episode ends as if it were an answer); the loop counts it and the reward reports it."""
     bad = '<tool_call>\n{"name": "run_tests", "arguments": {"code": "print(1)"\n</tool_call>'
-    good = verl_tool.tool_call_text("run_tests", {"code": "print('x')"}, "hermes")
+    good = verl_tool_variant.tool_call_text("run_tests", {"code": "print('x')"}, "hermes")
     cfg = EnvConfig(turns=4, tool_format="hermes")
     tok, out, row = _episode(tmp_path, monkeypatch, [good, bad], cfg, protocol=False)
     assert out.extra_fields["tool_parse_failures"] == 1 and out.num_turns == 4  # call, tool answer, broken call

@@ -14,7 +14,7 @@ pytest.importorskip("verl")
 pytest.importorskip("hydra")
 
 from rlvr.data.schema import from_ground_truth
-from rlvr.repair import EnvConfig, verl_tool
+from rlvr.repair import EnvConfig, verl_tool, verl_tool_variant
 
 
 def _compose(overrides):
@@ -28,7 +28,7 @@ def _compose(overrides):
 
 def test_overrides_compose(tmp_path):
     cfg = EnvConfig(turns=3, mode="interpreter", max_tool_calls=2)
-    path = verl_tool.write_tool_config(tmp_path / "tools.yaml", cfg)
+    path = verl_tool_variant.write_tool_config(tmp_path / "tools.yaml", cfg)
     mt = _compose(verl_tool.repair_overrides(path, cfg)).actor_rollout_ref.rollout
     assert mt.multi_turn.enable is True and mt.multi_turn.tool_config_path == str(path)
     assert mt.multi_turn.max_assistant_turns == 5 and mt.multi_turn.format == "hermes"
@@ -44,8 +44,8 @@ def test_tools_load_and_answer_from_visible_tests(tmp_path, monkeypatch):
     judge = FakeJudge()
     monkeypatch.setattr(verl_tool, "_JUDGE", judge)
     cfg = EnvConfig(turns=3, mode="interpreter")
-    tools = {t.name: t for t in initialize_tools_from_config(str(verl_tool.write_tool_config(tmp_path / "t.yaml",
-                                                                                             cfg, 0.1)))}
+    path = verl_tool_variant.write_tool_config(tmp_path / "t.yaml", cfg, 0.1)
+    tools = {t.name: t for t in initialize_tools_from_config(str(path))}
     assert set(tools) == {"run_tests", "run_python"}
     p = _problem()
     row = verl_tool.repair_row_fields(p, cfg)
@@ -75,7 +75,7 @@ def test_tool_call_text_is_read_back_by_verls_parser_as_the_same_call(fmt):
     from rlvr.model import build_tokenizer
 
     code = 'a = input()\nprint("x\\\\y", a, \'q\')\n\tif a: print({"k": 1})'
-    text = "I will test it.\n" + verl_tool.tool_call_text("run_tests", {"code": code}, fmt)
+    text = "I will test it.\n" + verl_tool_variant.tool_call_text("run_tests", {"code": code}, fmt)
     tok = build_tokenizer(["print(a)\n" * 50, text], vocab_size=300)
     assert isinstance(tok, PreTrainedTokenizerFast)
     parser = ToolParser.get_tool_parser(fmt, tok)
@@ -92,7 +92,7 @@ def test_tool_format_reaches_the_overrides_and_unknown_ones_are_refused(tmp_path
     with pytest.raises(ValueError, match="tool_format"):
         EnvConfig(tool_format="xml")
     with pytest.raises(ValueError, match="unknown tool-call format 'xml'"):
-        verl_tool.tool_call_text("run_tests", {"code": ""}, "xml")
+        verl_tool_variant.tool_call_text("run_tests", {"code": ""}, "xml")
 
 
 class _ScriptedServer:
@@ -156,8 +156,8 @@ def _run_agent_loop(tmp_path, tok, replies, cfg, problem, response_length=4096, 
     from verl.tools.tool_registry import initialize_tools_from_config
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
-    tools = [] if protocol else initialize_tools_from_config(str(verl_tool.write_tool_config(tmp_path / "tools.yaml",
-                                                                                             cfg)))
+    tools = [] if protocol else initialize_tools_from_config(
+        str(verl_tool_variant.write_tool_config(tmp_path / "tools.yaml", cfg)))
     (loop_cfg,) = OmegaConf.load(verl_tool.write_agent_loop_config(tmp_path / "loops.yaml", turn_tokens,
                                                                    env=cfg if protocol else None))
     assert loop_cfg.name == verl_tool.AGENT_NAME
@@ -246,7 +246,7 @@ def test_agent_loop_caps_every_turn_at_turn_tokens(tmp_path, monkeypatch):
 
     monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())  # run_tests answers wrong_answer: the policy retries
     turn_tokens, cfg = 48, EnvConfig(turns=3, feedback_chars=300)
-    call = verl_tool.tool_call_text("run_tests", {"code": "print(1)"}, cfg.tool_format)
+    call = verl_tool_variant.tool_call_text("run_tests", {"code": "print(1)"}, cfg.tool_format)
     tok = build_tokenizer([call, " filler" * 50, "Echo. wrong Fix it. Your output"] * 20, vocab_size=400)
     assert len(tok.encode(call, add_special_tokens=False)) < turn_tokens  # the call fits a turn
     response_length = cfg.turns * turn_tokens + (cfg.turns - 1) * cfg.feedback_chars  # rlvr.repair.verl_run
@@ -266,7 +266,7 @@ def test_turn_budget_never_passes_the_episode_budget(tmp_path, monkeypatch):
 
     monkeypatch.setattr(verl_tool, "_JUDGE", FakeJudge())
     turn_tokens, cfg = 48, EnvConfig(turns=3, feedback_chars=300)
-    call = verl_tool.tool_call_text("run_tests", {"code": "print(1)"}, cfg.tool_format)
+    call = verl_tool_variant.tool_call_text("run_tests", {"code": "print(1)"}, cfg.tool_format)
     tok = build_tokenizer([call, " filler" * 50, "Echo. wrong Fix it. Your output"] * 20, vocab_size=400)
     server = _BudgetServer(tok, call, 1024, 10_000)
     first, _ = _run_agent_loop(tmp_path, tok, [], cfg, _problem(), response_length=10_000, server=server,

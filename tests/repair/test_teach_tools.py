@@ -12,7 +12,7 @@ from test_repair_env import FakeJudge
 pytest.importorskip("verl")
 
 from rlvr.data.synthetic import generate
-from rlvr.repair import EnvConfig, verl_tool
+from rlvr.repair import EnvConfig, verl_tool, verl_tool_variant
 from rlvr.repair.env import format_feedback, split_tests
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ def test_transcripts_teach_the_call_the_answer_and_the_repair_from_real_feedback
     p = problems[0]
     visible, hidden = split_tests(p, 1)
     first, answered, *repairs = rows[:4]
-    assert first["completion"][0]["content"] == verl_tool.tool_call_text("run_tests", {"code": p.solutions[0]},
+    assert first["completion"][0]["content"] == verl_tool_variant.tool_call_text("run_tests", {"code": p.solutions[0]},
                                                                          "qwen3_coder")
     assert answered["prompt"][-1] == {"role": "tool", "content": verl_tool.accepted_feedback(1)}
     for r in repairs:  # a wrong call, the tool's answer to it from the judge, then the reference answer
