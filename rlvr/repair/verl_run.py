@@ -38,12 +38,12 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     :func:`rlvr.train.verl.resume.trajectory_params` of the sections plus the training problems, and
     :func:`rlvr.train.verl.resume.pre_launch` runs first, as for GRPO (a finished run is published again without
     verl; pruning, the disk check, the resume contents). Then launches ``python -m verl.trainer.main_ppo``
-    through ``runner`` (:func:`rlvr.train.verl.launch.launch`; ``None``: :func:`rlvr.train.verl.launch.run_teed`;
+    through ``runner`` (:func:`rlvr.train.verl.commands.launch`; ``None``: :func:`rlvr.train.verl.commands.run_teed`;
     tests pass a fake), writes the curves TSV and merges
     the last actor checkpoint into ``out_model_dir``. Before launching, ``check(env, None)`` (default
     :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
     the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
-    (:func:`rlvr.train.verl.launch.propagated_env`, :func:`rlvr.train.verl.launch.worker_env`). ``reward_shaping``:
+    (:func:`rlvr.train.verl.environ.propagated_env`, :func:`rlvr.train.verl.environ.worker_env`). ``reward_shaping``:
     the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository.
     Before launching, it prints the attention backend (:func:`rlvr.train.verl.launch.log_attention`) to stderr.
     Returns ``{engine, method, attention: {attn_implementation, use_remove_padding}
@@ -57,21 +57,17 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.judge.preflight import load_judge_params
     from rlvr.model import resolve_model_ref
     from rlvr.train.local.common import run_dir
+    from rlvr.train.verl import commands
     from rlvr.train.verl import launch as vlaunch
     from rlvr.train.verl import logs as vlogs
+    from rlvr.train.verl.commands import grpo_command, write_overrides
+    from rlvr.train.verl.environ import propagated_env, ray_env, worker_env
     from rlvr.train.verl.mapping import check_grpo_batch, save_freq_for, steps_for
-    from rlvr.train.verl.overrides import (
-        VerlParams,
-        grpo_command,
-        grpo_overrides,
-        load_profile,
-        resolve_attention,
-        write_overrides,
-    )
+    from rlvr.train.verl.overrides import VerlParams, grpo_overrides, load_profile, resolve_attention
     from rlvr.train.verl.record import portable_path
     from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, pre_launch, trajectory_params
 
-    runner = runner or vlaunch.run_teed
+    runner = runner or commands.run_teed
     vcfg = load_section("verl", VerlParams, params_path)
     hw = load_profile(vcfg.profile)
     check_grpo_batch(cfg.train, vcfg, hw, "repair.train")  # before any file is written
@@ -103,7 +99,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         experiment_name="repair", rollout_data_dir=rollouts.resolve(), judge_log_dir=(run / "judge").resolve(),
         reward_shaping=reward_shaping,
         section="repair.train",
-        ray_env=vlaunch.worker_env(log_path, hw, load_judge_params(params_path)),
+        ray_env=worker_env(log_path, hw, load_judge_params(params_path)),
     ) + repair_overrides(None, env, agent_loop_config_path=loops.resolve()) + extra
     cmd = grpo_command(python)
     logs = old_logs
@@ -113,9 +109,9 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
         if check == "default":
             check = vlaunch.preflight
         if check is not None:
-            check(vlaunch.propagated_env(), None)
-        vlaunch.launch(cmd, overrides, {**vlaunch.ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
-                                        "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
+            check(propagated_env(), None)
+        commands.launch(cmd, overrides, {**ray_env(n_gpus=hw.n_gpus_per_node * hw.nnodes),
+                                         "VERL_FILE_LOGGER_PATH": str(log_path.resolve())}, runner=runner)
         logs = [*old_logs, log_path]
     rows = vlogs.step_rows(logs, run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)

@@ -29,7 +29,7 @@ SHARE_ENV = "RLVR_STEP_GUARD_SHARE"
 """Not a user setting: how the verl launcher hands ``judge.max_sandbox_error_share`` and
 ``judge.sandbox_error_window_steps`` (``"<share>,<steps>"``) to verl's trainer process, where the ``rlvr_grpo``
 estimator runs the step guard (:mod:`rlvr.train.verl.advantage`); it reaches it through the job's ``runtime_env``
-(:func:`rlvr.train.verl.launch.worker_env`). The params themselves live in ``params.yaml``."""
+(:func:`rlvr.train.verl.environ.worker_env`). The params themselves live in ``params.yaml``."""
 
 
 def share_env(max_share: float, window: int) -> dict[str, str]:

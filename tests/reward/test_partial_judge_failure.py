@@ -118,7 +118,7 @@ def test_verl_curves_and_metrics_hold_the_share_and_the_tool_failures():
 def test_the_verl_trainer_gets_the_bound_from_the_launcher(tmp_path):
     """The estimator's guard runs in verl's trainer process: the launcher hands it the judge params through the
     job's runtime_env (worker_env), and the estimator module builds its guard's bound from it."""
-    from rlvr.train.verl.launch import worker_env
+    from rlvr.train.verl.environ import worker_env
     from rlvr.train.verl.params import VerlProfile
 
     env = worker_env(tmp_path / "log.jsonl", VerlProfile(model="m", n_gpus_per_node=1),

@@ -16,7 +16,8 @@ from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
 from rlvr.train.verl import logs as vlogs
 from rlvr.train.verl import validation as vvalid
-from rlvr.train.verl.launch import launch, run_grpo_verl, run_sft_verl, run_teed
+from rlvr.train.verl.commands import launch, run_teed
+from rlvr.train.verl.launch import run_grpo_verl, run_sft_verl
 from rlvr.train.verl.merge import latest_checkpoint, merge_command
 from rlvr.train.verl.overrides import VerlParams
 
@@ -255,7 +256,7 @@ def test_step_split_throughput_mfu_memory_and_judge_wall_go_to_the_cost_mirror(t
 def test_sft_launch_drops_the_ray_noset_variable_and_grpo_sets_it_on_several_gpus(monkeypatch):
     """torchrun ranks have no Ray accelerator ids: verl SFT died with IndexError on the lent 2 x H100 when the
     variable leaked into its environment; verl GRPO on 2 GPUs needs it (NCCL 'Duplicate GPU detected')."""
-    from rlvr.train.verl.launch import NOSET_CUDA_VISIBLE_DEVICES, launch, ray_env
+    from rlvr.train.verl.environ import NOSET_CUDA_VISIBLE_DEVICES, ray_env
 
     monkeypatch.setenv(NOSET_CUDA_VISIBLE_DEVICES, "1")
     seen = {}
@@ -268,7 +269,7 @@ def test_sft_launch_drops_the_ray_noset_variable_and_grpo_sets_it_on_several_gpu
 
 def test_worker_env_carries_the_logger_path_and_the_gpu_setting(tmp_path, monkeypatch):
     """An existing Ray cluster gets only runtime_env: the file logger's path and the several-GPU setting go there."""
-    from rlvr.train.verl.launch import NOSET_CUDA_VISIBLE_DEVICES, worker_env
+    from rlvr.train.verl.environ import NOSET_CUDA_VISIBLE_DEVICES, worker_env
     from rlvr.train.verl.params import VerlProfile
 
     monkeypatch.setenv("RLVR_SANDBOX_URL", "http://judge:8080")
@@ -339,7 +340,7 @@ def test_the_verl_entry_points_launch_through_run_teed():
 
     for fn in (launch, run_grpo_verl, run_sft_verl):
         assert inspect.signature(fn).parameters["runner"].default is run_teed
-    assert "runner or vlaunch.run_teed" in inspect.getsource(verl_run.run_repair_verl)
+    assert "runner or commands.run_teed" in inspect.getsource(verl_run.run_repair_verl)
 
 
 def test_portable_overrides_follow_the_inputs_not_the_machine(tmp_path):

@@ -15,16 +15,8 @@ pytest.importorskip("hydra")
 from rlvr.config import ConfigError
 from rlvr.train.local.grpo import GRPOParams
 from rlvr.train.local.sft import SFTParams
-from rlvr.train.verl.overrides import (
-    VerlParams,
-    VerlProfile,
-    grpo_command,
-    grpo_overrides,
-    load_profile,
-    sft_command,
-    sft_overrides,
-    write_overrides,
-)
+from rlvr.train.verl.commands import grpo_command, sft_command, write_overrides
+from rlvr.train.verl.overrides import VerlParams, VerlProfile, grpo_overrides, load_profile, sft_overrides
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILE = ROOT / "profiles" / "qwen7b_8xh100.yaml"

@@ -16,17 +16,18 @@ import pytest
 from rlvr.judge.verdict import JudgeResult
 from rlvr.train.verl import launch as vlaunch
 from rlvr.train.verl import preflight as vpre
+from rlvr.train.verl.environ import propagated_env
 from rlvr.train.verl.overrides import ray_env_override
 
 
 def test_propagated_env_takes_settings_and_leaves_secrets(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    env = vlaunch.propagated_env({"RLVR_SANDBOX_URL": "http://j:8080", "RLVR_CACHE_DIR": ".cache",
+    env = propagated_env({"RLVR_SANDBOX_URL": "http://j:8080", "RLVR_CACHE_DIR": ".cache",
                                   "WANDB_MODE": "online", "WANDB_API_KEY": "s3cret", "HF_TOKEN": "hf_x",
                                   "HF_HOME": "/hf", "PATH": "/bin", "RAY_ADDRESS": "h:6379"})
     assert env == {"RLVR_SANDBOX_URL": "http://j:8080", "RLVR_CACHE_DIR": str(tmp_path / ".cache"),
                    "WANDB_MODE": "online", "HF_HOME": "/hf"}
-    assert vlaunch.propagated_env({})["WANDB_MODE"] == "offline"
+    assert propagated_env({})["WANDB_MODE"] == "offline"
 
 
 def test_env_override_composes_into_verls_ray_init_as_strings():
@@ -52,7 +53,7 @@ def test_env_override_composes_into_verls_ray_init_as_strings():
         ray_env_override({"BAD-NAME": "x"})
     with pytest.raises(ValueError, match="interpolate"):
         ray_env_override({"RLVR_X": "a${b}"})
-    assert "RLVR_X" not in vlaunch.propagated_env({"RLVR_X": "a${b}"})
+    assert "RLVR_X" not in propagated_env({"RLVR_X": "a${b}"})
 
 
 class _Judge:

@@ -8,9 +8,9 @@ cluster named by ``RAY_ADDRESS`` (Ray's own variable) and otherwise starts a loc
 * existing cluster: ``ray_address="<host>:6379"`` (or ``RAY_ADDRESS`` in the environment); every node needs the same
   venv with rlvr installed, since the reward function is imported as ``pkg://rlvr.reward.verl`` in Ray workers.
 
-Either way the driver's where/how settings (:func:`propagated_env`) reach every worker through the job's Ray
-``runtime_env`` (a cluster started elsewhere has its own environment), and :mod:`rlvr.train.verl.preflight` checks
-the judge before verl starts.
+Either way the driver's where/how settings (:func:`rlvr.train.verl.environ.propagated_env`) reach every worker
+through the job's Ray ``runtime_env`` (a cluster started elsewhere has its own environment;
+:mod:`rlvr.train.verl.environ`), and :mod:`rlvr.train.verl.preflight` checks the judge before verl starts.
 
 Every attempt logs to its own file (``<run_dir>/logs/attempt-<k>.jsonl`` through ``VERL_FILE_LOGGER_PATH``; verl's
 file logger truncates on open) and :mod:`rlvr.train.verl.logs` merges them, so a resumed run keeps earlier curves.
@@ -19,37 +19,33 @@ Before each launch :func:`pre_launch` prunes checkpoints below the newest ``verl
 free space the run needs (:mod:`rlvr.train.verl.checkpoints`); after the publish the optimizer state is dropped and
 the run marked finished, so a re-run of a finished run merges its kept checkpoint without starting verl
 (:mod:`rlvr.train.verl.resume`).
-The subprocess runner is injectable (tests pass a fake; nothing here needs a GPU until it runs). The default,
-:func:`run_teed`, copies verl's stderr through and turns a run the judge step guard stopped into
-:class:`rlvr.reward.step_guard.JudgeDied` with the guard's own message, instead of a bare exit status.
+The command and its runner are :mod:`rlvr.train.verl.commands`'s: the runner is injectable (tests pass a fake;
+nothing here needs a GPU until it runs); the default, :func:`~rlvr.train.verl.commands.run_teed`, turns a run the
+judge step guard stopped into :class:`rlvr.reward.step_guard.JudgeDied` with the guard's own message.
 """
 
 from __future__ import annotations
 
-import codecs
 import os
-import re
-import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from rlvr.io import atomic_dir, atomic_write_json, atomic_write_text
 from rlvr.train.verl import logs as vlogs
 from rlvr.train.verl.checkpoints import drop_optimizer
+from rlvr.train.verl.commands import Runner, grpo_command, launch, run_teed, sft_command, write_overrides
+from rlvr.train.verl.environ import NOSET_CUDA_VISIBLE_DEVICES, propagated_env, ray_env, worker_env
 from rlvr.train.verl.mapping import check_grpo_batch, check_sft_batch, save_freq_for, steps_for
 from rlvr.train.verl.merge import merge
 from rlvr.train.verl.overrides import (
     VerlParams,
     VerlProfile,
-    grpo_command,
     grpo_overrides,
     load_profile,
     resolve_attention,
-    sft_command,
     sft_overrides,
-    write_overrides,
 )
 from rlvr.train.verl.preflight import cluster_preflight, judge_preflight, preflight
 from rlvr.train.verl.record import portable_overrides, portable_path
@@ -57,173 +53,21 @@ from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, SFT_LOAD_CONTENTS, mark_f
 from rlvr.train.verl.validation import final_dev
 
 __all__ = [
-    "PROPAGATED_PREFIXES",
-    "Runner",
     "cluster_preflight",
     "judge_preflight",
-    "launch",
     "log_attention",
     "next_attempt_log",
     "pre_launch",
     "preflight",
-    "propagated_env",
-    "ray_env",
     "run_grpo_verl",
     "run_sft_verl",
-    "run_teed",
-    "worker_env",
 ]
-
-Runner = Callable[..., Any]
-
-
-_JUDGE_DIED = re.compile(r"rlvr\.reward\.step_guard\.JudgeDied: (.+)")
-
-
-def run_teed(
-    argv: Sequence[str],
-    env: Mapping[str, str] | None = None,
-    cwd: str | Path | None = None,
-    check: bool = False,
-) -> subprocess.CompletedProcess[bytes]:
-    """``subprocess.run(argv, env=env, cwd=cwd, check=check)`` whose child's stderr is copied to this process's
-    stderr as it comes (a progress bar's carriage-return redraws included; stdout is inherited untouched) and scanned
-    for the traceback line ``rlvr.reward.step_guard.JudgeDied: <message>``, which Ray prints when the step guard
-    stopped verl's trainer (:mod:`rlvr.reward.step_guard`; the estimator raises it in verl's driver actor).
-
-    Returns the ``CompletedProcess`` (``stdout``/``stderr`` ``None``). With ``check`` and a non-zero exit status it
-    raises :class:`rlvr.reward.step_guard.JudgeDied` with the last such message when one was seen (the cause is the
-    ``CalledProcessError``), so a stage stopped by a dead judge ends on the guard's one-line reason rather than on
-    the trainer's exit status; otherwise ``subprocess.CalledProcessError``. It returns when the child's stderr closes;
-    an exception while copying (``KeyboardInterrupt`` included) kills the child first."""
-    died: str | None = None
-
-    def scan(line: bytes) -> None:
-        nonlocal died
-        if b"JudgeDied" in line and (m := _JUDGE_DIED.search(line.decode("utf-8", "replace"))):
-            died = m.group(1).strip()
-
-    with subprocess.Popen(list(argv), env=None if env is None else dict(env), cwd=None if cwd is None else str(cwd),
-                          stderr=subprocess.PIPE) as proc:
-        assert proc.stderr is not None
-        err_out = sys.stderr
-        out = getattr(err_out, "buffer", None)
-        text = codecs.getincrementaldecoder("utf-8")("replace")  # for a stderr without bytes (a test's capture)
-        pending = b""
-        try:
-            # copied as it comes, not per line: progress bars redraw with \r and end their line only when done
-            while chunk := proc.stderr.read1(1 << 16):  # type: ignore[attr-defined]
-                if out is not None:
-                    out.write(chunk)
-                    out.flush()
-                elif err_out is not None:
-                    err_out.write(text.decode(chunk))
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in lines:
-                    scan(line)
-                pending = pending[-(1 << 16):]  # a line is scanned by its last 64 kB at most
-            scan(pending)
-        except BaseException:  # Ctrl-C or an error here: stop the trainer, as subprocess.run does
-            proc.kill()
-            raise
-    if check and proc.returncode != 0:
-        err = subprocess.CalledProcessError(proc.returncode, list(argv))
-        if died is not None:
-            from rlvr.reward.step_guard import JudgeDied
-
-            raise JudgeDied(died) from err
-        raise err
-    return subprocess.CompletedProcess(list(argv), proc.returncode)
 
 
 def log_attention(profile: VerlProfile) -> None:
     """Print the attention backend a verl launch will use (``resolve_attention``) to stderr, for the stage's log."""
     attn, rmpad = resolve_attention(profile)
     print(f"verl attention: {attn} (use_remove_padding={rmpad})", file=sys.stderr)
-
-
-def launch(
-    cmd: Sequence[str],
-    overrides: Sequence[str],
-    env: Mapping[str, str] | None = None,
-    runner: Runner = run_teed,
-    cwd: str | Path | None = None,
-    unset: Sequence[str] = (),
-) -> Any:
-    """Run ``[*cmd, *overrides]`` with ``env`` laid over ``os.environ`` minus the names in ``unset``; returns what
-    ``runner`` returns.
-
-    ``runner`` is called as ``runner(argv, env=…, cwd=…, check=True)`` (``subprocess.run``'s signature), so a
-    failing trainer raises ``subprocess.CalledProcessError`` with its exit status (:func:`run_teed`, the default:
-    :class:`rlvr.reward.step_guard.JudgeDied` when the judge step guard stopped it)."""
-    full_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
-    return runner([*cmd, *overrides], env=full_env, cwd=None if cwd is None else str(cwd), check=True)
-
-
-# Ray leaves CUDA_VISIBLE_DEVICES alone and verl's workers pick their GPU from Ray's accelerator ids: on a 2-GPU
-# H100 host verl GRPO otherwise failed at FSDP init (NCCL "Duplicate GPU detected"). Under torchrun (verl SFT) the
-# same variable makes verl's worker ask Ray for accelerator ids it has none of (IndexError at engine build, seen on
-# the lent 2 x H100), so the SFT launch removes it.
-NOSET_CUDA_VISIBLE_DEVICES = "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"
-
-
-def ray_env(ray_address: str | None = None, n_gpus: int = 1) -> dict[str, str]:
-    """Environment for a GRPO launch: ``RAY_ADDRESS`` = ``ray_address`` when given (an existing cluster),
-    ``WANDB_MODE=offline`` unless set, ``TOKENIZERS_PARALLELISM=true`` (verl's own default), and
-    :data:`NOSET_CUDA_VISIBLE_DEVICES` ``=1`` when the run uses more than one GPU."""
-    env = {"WANDB_MODE": os.environ.get("WANDB_MODE", "offline"), "TOKENIZERS_PARALLELISM": "true"}
-    if n_gpus > 1:
-        env[NOSET_CUDA_VISIBLE_DEVICES] = "1"
-    if ray_address:
-        env["RAY_ADDRESS"] = ray_address
-    return env
-
-
-def worker_env(log_path: str | Path, profile: VerlProfile, judge: Any = None) -> dict[str, str]:
-    """What every Ray worker of a GRPO/repair run gets through ``runtime_env``: :func:`propagated_env`, verl's file
-    logger path (``VERL_FILE_LOGGER_PATH``, absolute: the logger lives in a Ray actor), the step guard's
-    partial-failure bound (:data:`rlvr.reward.share_window.SHARE_ENV`: ``judge.max_sandbox_error_share`` and
-    ``judge.sandbox_error_window_steps`` of ``judge``, a :class:`rlvr.judge.preflight.JudgeParams`; ``None`` = the
-    ``judge`` section of ``params.yaml`` in the working directory, the stages' default params file) and, on several
-    GPUs, :data:`NOSET_CUDA_VISIBLE_DEVICES`. On a local cluster the workers would inherit these from the driver; on
-    an existing one (``RAY_ADDRESS``) only ``runtime_env`` reaches them. Raises :class:`rlvr.config.ConfigError` for
-    an invalid ``judge`` section."""
-    from rlvr.judge.preflight import JudgeParams, load_judge_params
-    from rlvr.reward.share_window import share_env
-
-    if judge is None:
-        judge = load_judge_params("params.yaml") if Path("params.yaml").is_file() else JudgeParams()
-    env = {**propagated_env(), "VERL_FILE_LOGGER_PATH": str(Path(log_path).resolve()),
-           **share_env(judge.max_sandbox_error_share, judge.sandbox_error_window_steps)}
-    if profile.n_gpus_per_node * profile.nnodes > 1:
-        env[NOSET_CUDA_VISIBLE_DEVICES] = "1"
-    return env
-
-
-PROPAGATED_PREFIXES: tuple[str, ...] = ("RLVR_", "WANDB_", "HF_")
-"""Environment variables (by prefix) that :func:`propagated_env` hands to every Ray worker: rlvr's where/how settings
-(``RLVR_SANDBOX_URL``, ``RLVR_CACHE_DIR``…), W&B's (``WANDB_MODE``, ``WANDB_PROJECT``…) and the Hub's
-(``HF_HOME``, ``HF_HUB_OFFLINE``…)."""
-_SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
-
-
-def propagated_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The driver's settings every Ray worker must see: the variables of ``environ`` (default ``os.environ``) with a
-    :data:`PROPAGATED_PREFIXES` prefix, plus ``WANDB_MODE`` as :func:`ray_env` sets it.
-
-    Secrets (a name containing ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD`` or ``CREDENTIAL``, e.g.
-    ``WANDB_API_KEY``, ``HF_TOKEN``) are left out: the overrides are written to a file in the run folder
-    (``<run>/verl_overrides.txt``, ``verl_command.sh``); give them to the cluster's nodes yourself (``wandb login``,
-    the environment of ``ray start``). A relative ``RLVR_CACHE_DIR`` is made absolute (Ray workers do not run in the
-    driver's working directory). A value holding ``${`` is left out (verl's config would interpolate it)."""
-    src = os.environ if environ is None else environ
-    env = {k: v for k, v in src.items()
-           if k.startswith(PROPAGATED_PREFIXES) and not any(m in k.upper() for m in _SECRET_MARKERS)
-           and "${" not in v}  # OmegaConf would take it for an interpolation (ray_env_override refuses it)
-    env.setdefault("WANDB_MODE", "offline")
-    if env.get("RLVR_CACHE_DIR"):
-        env["RLVR_CACHE_DIR"] = str(Path(env["RLVR_CACHE_DIR"]).absolute())
-    return env
 
 
 def next_attempt_log(run_dir: str | Path) -> tuple[Path, list[Path]]:

@@ -9,7 +9,7 @@ way the reward workers will, and has the sandbox import the libraries the govern
 would score every correct LeetCode program that imports it ``runtime_error``), before verl starts:
 
 * always in the launching process, with the judge :func:`rlvr.judge.client.get_judge` resolves from the environment
-  the workers get (:func:`rlvr.train.verl.launch.propagated_env`: a local Ray cluster's workers run on this node with
+  the workers get (:func:`rlvr.train.verl.environ.propagated_env`: a local Ray cluster's workers run on this node with
   those variables);
 * on an existing Ray cluster (``RAY_ADDRESS`` / ``ray_address``) also as one Ray task on every alive node with CPUs
   (the nodes verl places its reward workers on: ``RewardLoopManager._init_reward_loop_workers``), under the same

@@ -32,7 +32,7 @@ def portable_overrides(overrides: Sequence[str], run: str | Path, root: str | Pa
     cache folder give the same lines. ``overrides``: one ``key=value`` each, as launched. The run folder's absolute
     path becomes :data:`RUN_PLACEHOLDER`, the repository's (``root``, default the working directory) becomes ``.``
     (:func:`portable_path`), and the Ray workers' environment (``…runtime_env.env_vars=…``: where/how settings of this
-    machine and the attempt's log path, :func:`rlvr.train.verl.launch.worker_env`) becomes :data:`WORKER_ENV_RECORD`.
+    machine and the attempt's log path, :func:`rlvr.train.verl.environ.worker_env`) becomes :data:`WORKER_ENV_RECORD`.
     The launched lines, exact, are in ``<run>/verl_overrides.txt`` and ``<run>/verl_command.sh``."""
     out = []
     for line in overrides:
