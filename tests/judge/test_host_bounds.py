@@ -374,7 +374,7 @@ def test_a_frame_with_a_huge_integer_is_malformed_not_converted():
     import os
     import struct
 
-    from rlvr.judge.sandbox.host import Session
+    from rlvr.judge.sandbox.session import Session
 
     r, w = os.pipe()
     try:  # under the pipe's 64 KiB buffer, so it is written whole before anyone reads

@@ -15,7 +15,7 @@ import pytest
 
 from rlvr.data.schema import Problem
 from rlvr.judge import Judge
-from rlvr.judge.sandbox.host import FRAME_CAP
+from rlvr.judge.sandbox.session import FRAME_CAP
 
 # the runner is killed by the submission itself during the test whose input is "kill" / 99
 KILL_STDIO = (

@@ -1,11 +1,12 @@
-"""A warm bubblewrap sandbox and the host's end of its per-submission channels.
+"""A warm bubblewrap sandbox: its start, the per-submission channels it opens and closes, its cgroup figures.
 
 One sandbox per worker stays up (a fresh bwrap or ``python`` per submission costs 11–27 ms, far above the per-test
 budget); inside it the warden (:mod:`rlvr.judge.sandbox.inside.warden`, PID 1) never receives submission data. Per
 submission the host makes two fresh pipes, hands the sandbox ends to the warden over a ``SOCK_SEQPACKET`` control
 socket (``socket.send_fds``, SCM_RIGHTS) with a fresh request id, waits for the warden's ``ack`` (leftovers killed,
-writable places wiped), then talks to the runner the warden forked on those pipes only (:class:`Session`). Frames
-carry the id and are size-capped; the pipes are closed after the request, so no output can cross requests.
+writable places wiped), then talks to the runner the warden forked on those pipes only
+(:class:`rlvr.judge.sandbox.session.Session`). Frames carry the id and are size-capped; the pipes are closed after
+the request, so no output can cross requests.
 
 Start: bwrap is launched with an EMPTY environment through ``sh -c 'read; exec bwrap …'`` that waits until the host
 has put its pid into the sandbox's cgroup (:mod:`rlvr.judge.sandbox.cgroups`), so bwrap and everything it forks are
@@ -26,10 +27,8 @@ import itertools
 import json
 import os
 import re
-import select
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import threading
@@ -41,10 +40,10 @@ from rlvr.judge.sandbox.bwrap import SandboxError, argv
 from rlvr.judge.sandbox.cgroups import SandboxCgroup
 from rlvr.judge.sandbox.forkloop import ensure_built, forkloop_enabled
 from rlvr.judge.sandbox.procs import children, proc_stat
+from rlvr.judge.sandbox.session import Session
 
-__all__ = ["FRAME_CAP", "ZYGOTE_MODULES", "Sandbox", "Session", "SessionTimeout", "names_zygote_module"]
+__all__ = ["ZYGOTE_MODULES", "Sandbox", "names_zygote_module"]
 
-FRAME_CAP = 64 << 20  # bytes of one response frame; a longer claimed length ends the session
 _UIDS = itertools.count()
 _UID_BASE = 61000
 _GO = 'read x; exec "$@" </dev/null'  # waits (on stdin, a pipe) until the host has put it into the cgroup
@@ -69,87 +68,6 @@ def names_zygote_module(*texts: str | None) -> bool:
     "ndom")``) is missed. Either error costs only time: the program imports what it needs itself. Reads submission
     bytes on the host: one regex scan per text, linear in its length, no copy (docs/judge/threat-model.md)."""
     return any(t and _ZYGOTE_NAME.search(t) is not None for t in texts)
-
-
-def _frame_int(text: str) -> int:
-    """A frame's JSON integer: the runner's own fields are small, and ``int()`` of a long digit string is quadratic
-    (``literal.py`` lifts the interpreter's digit limit process-wide), so a forged frame holding one is refused
-    (``ValueError``: the frame is malformed) instead of converted. Only integer tokens reach this, never strings."""
-    if len(text) > 64:
-        raise ValueError(f"integer of {len(text)} digits in a frame")
-    return int(text)
-
-
-class SessionTimeout(Exception):
-    """The runner did not answer before the deadline (the sandbox is then restarted)."""
-
-
-class Session:
-    """The host's end of one submission's channel: a request pipe (host writes) and a response pipe (host reads).
-
-    :meth:`recv` returns the next frame with this session's id, or ``None`` when the runner is gone (EOF), sent a
-    frame over :data:`FRAME_CAP` bytes or a frame that is not JSON, or sent another id; all of them end the session."""
-
-    def __init__(self, rid: str, w: int, r: int) -> None:
-        self.rid, self._w, self._r = rid, w, r
-        self._buf = bytearray()
-        self.broken = False
-        self.eof = False  # the runner's end of the response pipe closed (it exited or was killed)
-
-    def send(self, obj: dict[str, Any]) -> bool:
-        """Write one frame (adds the id); False when the runner is gone."""
-        if self.broken:
-            return False
-        data = json.dumps({**obj, "id": self.rid}).encode()
-        view = memoryview(struct.pack(">Q", len(data)) + data)
-        try:
-            while view:
-                view = view[os.write(self._w, view) :]
-        except OSError:
-            self.broken = True
-            return False
-        return True
-
-    def _read(self, n: int, deadline: float) -> bytes | None:
-        buf = self._buf
-        while len(buf) < n:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([self._r], [], [], remaining)[0]:
-                raise SessionTimeout("the submission's runner did not answer in time")
-            chunk = os.read(self._r, max(n - len(buf), 1 << 16))  # what is there: usually several frames at once
-            if not chunk:
-                self.eof = True
-                return None
-            buf += chunk
-        out = bytes(buf[:n])
-        del buf[:n]
-        return out
-
-    def recv(self, deadline: float) -> dict[str, Any] | None:
-        """Next frame before ``deadline`` (monotonic seconds); raises :class:`SessionTimeout` after it."""
-        if self.broken:
-            return None
-        head = self._read(8, deadline)
-        size = struct.unpack(">Q", head)[0] if head is not None else FRAME_CAP + 1
-        body = self._read(size, deadline) if size <= FRAME_CAP else None
-        try:
-            obj = json.loads(body, parse_int=_frame_int) if body is not None else None
-        except ValueError:
-            obj = None
-        if not isinstance(obj, dict) or obj.get("id") != self.rid:
-            self.broken = True
-            return None
-        return obj
-
-    def close(self) -> None:
-        """Close both pipes (idempotent)."""
-        for fd in (self._w, self._r):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._w = self._r = -1
-        self.broken = True
 
 
 class Sandbox:
