@@ -205,12 +205,12 @@ def test_shed_empties_long_lists_reachable_from_the_roots() -> None:
     jr = summarise([TestResult(index=i, verdict="accepted") for i in range(CHUNK * 4)], 0.0)
     payload = {"a": [[1] * (CHUNK + 1)], "b": ("x", list(range(CHUNK * 2)))}
     short = [1, 2, 3]
+    from rlvr.judge.api.collector import Collector
     shed(jr, payload, short)
     assert jr.tests == [] and payload["a"] == [[]] and payload["b"][1] == [] and short == [1, 2, 3]
 
 
 def test_collector_runs_full_collections_when_idle_or_overdue() -> None:
-    from rlvr.judge.api.admission import Collector
     from rlvr.judge.api.app import create_app
 
     c = Collector(idle_s=60.0, max_s=300.0)  # idle_s well above a full collection's own time in a big test process

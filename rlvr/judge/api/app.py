@@ -15,7 +15,7 @@ Structured logs: one JSON line per request on logger ``rlvr.judge.server`` (``en
 uvicorn's own access log off. The event loop never works on request content: a gated endpoint's body is parsed,
 its problem built, judged, answered and rendered after admission in the app's judging threads
 (:func:`rlvr.judge.api.admission.admitted`), and a server that owns its process moves full garbage collections to
-idle moments (:class:`rlvr.judge.api.admission.Collector`), so ``/v1/ping`` stays fast under hostile load. Run
+idle moments (:class:`rlvr.judge.api.collector.Collector`), so ``/v1/ping`` stays fast under hostile load. Run
 with :func:`serve` (``rlvr sandbox serve``); configuration only through ``RLVR_*`` variables
 (:class:`rlvr.config.RuntimeSettings`).
 """
@@ -39,7 +39,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rlvr.judge.api import datasets, native, sandboxfusion, scalebox
-from rlvr.judge.api.admission import AdmissionGate, Collector, Infrastructure, Saturated
+from rlvr.judge.api.admission import AdmissionGate, Infrastructure, Saturated
+from rlvr.judge.api.collector import Collector
 from rlvr.judge.api.common import (
     REQUEST_ID_HEADER,
     BadRequest,
@@ -98,7 +99,7 @@ def create_app(
     worker before 503 (default ``RLVR_SANDBOX_MAX_QUEUE``, else ``RLVR_SANDBOX_QUEUE_FACTOR`` × workers).
     ``max_body_mb``: largest request body, MiB (default ``RLVR_SANDBOX_MAX_BODY_MB``, 32); larger bodies get 413
     before they are read (``Content-Length``) or as soon as the streamed bytes pass it. ``tune_gc``: move the
-    process's full garbage collections to idle moments (:class:`~rlvr.judge.api.admission.Collector`; process-wide,
+    process's full garbage collections to idle moments (:class:`~rlvr.judge.api.collector.Collector`; process-wide,
     so only for a server that owns its process); default: when the app owns its judge (``judge=None``, the
     :func:`serve` path). ``max_bodies``: request bodies read or held at once (default ``RLVR_SANDBOX_MAX_BODIES``,
     else workers + ``max_queue``); a gated request beyond it is answered 503 before its body is read.
