@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rlvr.generate import Completion, GenerationStats, SamplingParams
+from rlvr.train.verl.scripted import pick_turn, turn_ids
 
 __all__ = ["Policy", "ScriptedGenerator", "ScriptedServer", "replies_policy"]
 
@@ -27,8 +28,8 @@ def replies_policy(replies: Mapping[str, Sequence[str]] | Sequence[str],
                    key: Callable[[str], str] | None = None) -> Policy:
     """A policy from fixed replies: ``replies[k][turn]`` for the episode whose first message has key ``k``
     (``key(first_message)``; default: the first message itself), the last reply once the list is exhausted; a plain
-    sequence is every episode's list. Raises ``KeyError`` naming the key for an episode with no replies and
-    ``ValueError`` for an empty list."""
+    sequence is every episode's list (:func:`rlvr.train.verl.scripted.pick_turn`, the GRPO rehearsal's rule). Raises
+    ``KeyError`` naming the key for an episode with no replies and ``ValueError`` for an empty list."""
 
     def policy(first_message: str, turn: int) -> str:
         if isinstance(replies, Mapping):
@@ -38,9 +39,7 @@ def replies_policy(replies: Mapping[str, Sequence[str]] | Sequence[str],
             seq = replies[k]
         else:
             seq = replies
-        if not seq:
-            raise ValueError("scripted policy: empty reply list")
-        return seq[min(turn, len(seq) - 1)]
+        return pick_turn(seq, turn)
 
     return policy
 
@@ -68,7 +67,8 @@ class ScriptedGenerator:
 class ScriptedServer:
     """verl's LLM server client (the agent loop's ``server_manager``; verl 0.9.1 ``AsyncLLMServerManager.generate``
     interface) over ``policy``: each ``generate`` call of a request id is the next turn of that episode; its reply is
-    ``policy(first_message, turn)`` encoded with ``tokenizer`` plus the EOS token, cut at the call's ``max_tokens``.
+    ``policy(first_message, turn)`` encoded with ``tokenizer`` plus the EOS token, cut at the call's ``max_tokens``
+    (:func:`rlvr.train.verl.scripted.turn_ids`).
     ``first_messages``: the episodes' possible first messages (e.g. the rows' ``prompt[0]["content"]``): the one
     found in the decoded prompt (the longest when several are) names the episode. Raises ``LookupError`` when the
     prompt holds none of them."""
@@ -94,10 +94,9 @@ class ScriptedServer:
         turn = self.turns[request_id]
         self.turns[request_id] += 1
         reply = self.policy(self.first_message(prompt_ids), turn)
-        ids = [*self.tok.encode(reply, add_special_tokens=False), self.tok.eos_token_id]
         cap = sampling_params.get("max_tokens") or sampling_params.get("max_new_tokens")
-        if cap and len(ids) > int(cap):
-            ids = ids[: int(cap)]  # verl: stop_reason None = unknown (cut)
+        ids, cut = turn_ids(self.tok, reply, int(cap) if cap else None)
+        if cut:  # verl: stop_reason None = unknown (cut)
             return TokenOutput(token_ids=ids, log_probs=[0.0] * len(ids), stop_reason=None)
         # log-probs 0.0: verl's V1 trainer reads them whenever rollout.calculate_log_probs is on (the GPU
         # rehearsal found it; rlvr.train.verl.scripted, the policy the rehearsal installs in every worker)

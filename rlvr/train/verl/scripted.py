@@ -33,7 +33,8 @@ Script format (JSON, :class:`Script`)::
                                    "rollouts": [{"label": "reference", "turns": ["```python\\n...```"]}, ...]}}}
 
 Sample ``rollout_n`` of a problem takes ``rollouts[rollout_n % len(rollouts)]``; turn ``t`` (0-based, one per
-``generate`` call of the sample) takes ``turns[min(t, len(turns) - 1)]``.
+``generate`` call of the sample) takes ``turns[min(t, len(turns) - 1)]`` (:func:`pick_turn`, which the repair
+protocol's scripted policies, :mod:`rlvr.repair.scripted`, share with this one, as they share :func:`turn_ids`).
 """
 
 from __future__ import annotations
@@ -42,18 +43,38 @@ import contextvars
 import functools
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCRIPT_ENV", "Script", "ScriptedClient", "install", "scripted_turn"]
+__all__ = ["SCRIPT_ENV", "Script", "ScriptedClient", "install", "pick_turn", "scripted_turn", "turn_ids"]
 
 SCRIPT_ENV = "RLVR_SCRIPTED_POLICY"
 """Environment variable naming the script file; unset = the real policy (nothing is patched)."""
 
 _PATCHED = "_rlvr_scripted"
 _CURRENT: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar("rlvr_scripted", default=None)
+
+
+def pick_turn(turns: Sequence[str], turn: int) -> str:
+    """The reply of turn ``turn`` (0-based) of a scripted sample whose replies are ``turns``: ``turns[turn]``, and the
+    last reply once the list is exhausted. Raises ``ValueError`` for an empty list."""
+    if not turns:
+        raise ValueError("scripted policy: empty reply list")
+    return turns[min(turn, len(turns) - 1)]
+
+
+def turn_ids(tokenizer: Any, text: str, max_tokens: int | None) -> tuple[list[int], bool]:
+    """``(token ids, cut)`` of a scripted turn ``text`` as a model would emit it: tokenised without special tokens,
+    the tokenizer's ``eos_token_id`` appended (when it has one), then cut at ``max_tokens`` (the request's cap in
+    tokens; ``None`` or 0: uncut); ``cut`` says whether the cap shortened it."""
+    ids = list(tokenizer.encode(text, add_special_tokens=False))
+    if tokenizer.eos_token_id is not None:
+        ids.append(int(tokenizer.eos_token_id))
+    if max_tokens is not None and 0 < max_tokens < len(ids):
+        return ids[:max_tokens], True
+    return ids, False
 
 
 @dataclass(frozen=True)
@@ -96,23 +117,17 @@ class Script:
         """``(text, label)`` of turn ``turn`` (0-based) of sample ``rollout_n`` of ``problem_id`` (module doc)."""
         entry = self.problems.get(problem_id)
         rollout = entry["rollouts"][rollout_n % len(entry["rollouts"])] if entry else self.fallback
-        turns = rollout["turns"]
-        return turns[min(turn, len(turns) - 1)], str(rollout.get("label", "unlabelled"))
+        return pick_turn(rollout["turns"], turn), str(rollout.get("label", "unlabelled"))
 
 
 def scripted_turn(script: Script, tokenizer: Any, ctx: dict[str, Any], max_tokens: int | None) -> tuple[list[int], str]:
     """Token ids and label of the next turn of the sample ``ctx`` (``id``, ``rollout_n``, ``turn``: advanced by one).
 
-    The text is tokenised without special tokens and the tokenizer's ``eos_token_id`` appended (a turn that ends as a
-    model's would), then cut at ``max_tokens`` (the request's cap; ``None``: uncut)."""
+    The text is tokenised as :func:`turn_ids` does (a turn that ends as a model's would), cut at ``max_tokens`` (the
+    request's cap; ``None``: uncut)."""
     text, label = script.turn(ctx["id"], ctx["rollout_n"], ctx["turn"])
     ctx["turn"] += 1
-    ids = list(tokenizer.encode(text, add_special_tokens=False))
-    if tokenizer.eos_token_id is not None:
-        ids.append(int(tokenizer.eos_token_id))
-    if max_tokens is not None and max_tokens > 0:
-        ids = ids[:max_tokens]
-    return ids, label
+    return turn_ids(tokenizer, text, max_tokens)[0], label
 
 
 class ScriptedClient:
