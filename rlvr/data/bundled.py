@@ -19,7 +19,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
 
 from rlvr.data.errors import DataError
 
@@ -30,6 +32,7 @@ __all__ = [
     "VERSIONED",
     "BundledDataset",
     "BundledFile",
+    "DatasetName",
     "canonical_name",
     "decode_utf8",
     "default_raw_dir",
@@ -186,6 +189,11 @@ def canonical_name(spec: str) -> str:
     """
     name, version = parse_spec(spec)
     return name if version is None else f"{name}-{version}"
+
+
+DatasetName = Annotated[str, AfterValidator(canonical_name)]
+"""A params section's dataset-name field: either spelling goes in, :func:`canonical_name`'s is stored
+(``humanevalplus:v0.1.10`` and ``humanevalplus-v0.1.10`` are one dataset)."""
 
 
 def resolve(spec: str) -> BundledDataset:

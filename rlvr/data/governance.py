@@ -30,11 +30,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from rlvr.config import Section
 from rlvr.data.amplify import AmplifyParams, amplify_problems, revert_unverified
-from rlvr.data.bundled import canonical_name, resolve, sha256_file
+from rlvr.data.bundled import DatasetName, canonical_name, resolve, sha256_file
 from rlvr.data.contamination import ContaminationConfig, audit_contamination
 from rlvr.data.dedup import EVAL_ROLES, exact_dedup
 from rlvr.data.errors import DataError
@@ -75,18 +75,13 @@ class DatasetSpec(Section):
     all); ``max_problems``: keep the first N after loading (smoke runs); ``time_limit_s`` (per test, seconds) /
     ``float_tolerance`` / ``include_challenge_tests``: loader options."""
 
-    name: str
+    name: DatasetName
     role: Literal["train", "dev", "test"] = "test"
     splits: list[str] | None = None
     max_problems: int | None = Field(default=None, ge=1)
     time_limit_s: float | None = Field(default=None, gt=0)
     float_tolerance: float | None = Field(default=None, ge=0)
     include_challenge_tests: bool = False
-
-    @field_validator("name")
-    @classmethod
-    def _one_spelling(cls, v: str) -> str:  # "humanevalplus:v0.1.10" and "humanevalplus-v0.1.10" are one dataset
-        return canonical_name(v)
 
 
 class DedupParams(Section):

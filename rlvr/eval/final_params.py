@@ -11,10 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from rlvr.config import ConfigError, Section
-from rlvr.data.bundled import canonical_name
+from rlvr.data.bundled import DatasetName
 from rlvr.eval.backend import check_vllm_only
 from rlvr.generate.base import SamplingParams
 
@@ -27,15 +27,10 @@ class EvalDataset(Section):
     all); ``limit``: first N problems (cheap default runs); ``k``: also run EVAL@k on it. Both spellings of a version
     are read and stored as one (:func:`rlvr.data.bundled.canonical_name`)."""
 
-    name: str
+    name: DatasetName
     splits: list[str] | None = None
     limit: int | None = Field(default=None, ge=1)
     k: bool = False
-
-    @field_validator("name")
-    @classmethod
-    def _one_spelling(cls, v: str) -> str:  # "humanevalplus:v0.1.10" and "humanevalplus-v0.1.10" are one dataset
-        return canonical_name(v)
 
 
 class PhaseSpec(Section):

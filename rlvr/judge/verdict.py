@@ -7,7 +7,7 @@ metrics must not score it as a wrong answer.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -21,15 +21,8 @@ Verdict = Literal[
     "sandbox_error",
 ]
 
-VERDICTS: tuple[str, ...] = (
-    "accepted",
-    "wrong_answer",
-    "runtime_error",
-    "timeout",
-    "memory_limit",
-    "syntax_error",
-    "sandbox_error",
-)
+VERDICTS: tuple[str, ...] = get_args(Verdict)
+"""The closed verdict vocabulary in :data:`Verdict`'s order."""
 
 # When tests disagree, the submission's verdict is the first failing test's verdict; this order is used only to
 # summarise (e.g. a syntax error fails every test at once).
