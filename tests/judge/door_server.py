@@ -1,15 +1,21 @@
-"""Test helpers for the judge server's front door (issue 43, item 4): a live uvicorn server on loopback behind
-:func:`rlvr.judge.api.frontdoor.uvicorn_options`, a fake judge, raw-socket reads, and the other tenant whose requests
-must keep succeeding while hostile clients run."""
+"""Test helpers for live judge servers: uvicorn serving an app on a free loopback port in a thread (:func:`serving`),
+``rlvr sandbox serve`` in a process of its own (:func:`sandbox_serve`), and for the front door (issue 43, item 4):
+a server behind :func:`rlvr.judge.api.frontdoor.uvicorn_options` (:func:`live_server`), a fake judge, raw-socket
+reads, and the other tenant whose requests must keep succeeding while hostile clients run."""
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -80,10 +86,73 @@ class Live:
         return len(self.server.server_state.tasks)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on loopback now (bound and released: another process could take it before the server does)."""
     with socket.socket() as s:
         s.bind((HOST, 0))
         return s.getsockname()[1]
+
+
+@contextmanager
+def serving(app: Any, log_level: str = "warning", **config: Any) -> Iterator[tuple[uvicorn.Server, str]]:
+    """uvicorn serving ``app`` on a free loopback port in a thread (``config``: more ``uvicorn.Config`` keywords);
+    yields ``(server, url)`` once it has started (an ``AssertionError`` when it has not within 20 s) and stops it at
+    exit."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host=HOST, port=port, log_level=log_level, **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
+        time.sleep(0.02)
+    try:
+        yield server, f"http://{HOST}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
+
+
+@contextmanager
+def sandbox_serve(log_path: Path, env: dict[str, str], start_s: float = 60.0,
+                  preexec_fn: Callable[[], None] | None = None) -> Iterator[str]:
+    """``python -m rlvr.cli sandbox serve`` on a free loopback port in a process of its own, with environment ``env``
+    and its output in ``log_path``; yields its URL once ``/v1/ping`` answers ``pong`` (an ``AssertionError`` holding
+    the log when the process ends first, or after ``start_s`` seconds) and stops it at exit (SIGINT, then a kill
+    after 30 s)."""
+    port = free_port()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "rlvr.cli", "sandbox", "serve", "--port", str(port),
+                                 "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=preexec_fn)
+    try:
+        url = f"http://{HOST}:{port}"
+        deadline = time.monotonic() + start_s
+        while True:
+            assert proc.poll() is None, Path(log_path).read_text()
+            try:
+                if httpx.get(f"{url}/v1/ping", timeout=2).json() == "pong":
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "server did not come up"
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def serve_env(**settings: str) -> dict[str, str]:
+    """This process's environment with ``settings`` (``RLVR_SANDBOX_*`` variables) and without
+    ``RLVR_SANDBOX_URL`` (the server is the judge, not a client of another)."""
+    env = {**os.environ, **settings}
+    env.pop("RLVR_SANDBOX_URL", None)
+    return env
 
 
 @contextmanager
@@ -93,22 +162,9 @@ def live_server(judge: DoorJudge | None = None, door: FrontDoor | None = None, h
     a thread; stopped at exit."""
     judge = judge or DoorJudge()
     door = door or FrontDoor(max_connections=48, max_header_bytes=16 << 10, header_timeout_s=1.5, keep_alive_s=2.0)
-    port = _free_port()
-    opts = uvicorn_options(door, http)
-    config = uvicorn.Config(create_app(judge, **app_kwargs), host=HOST, port=port, log_level="critical",
-                            access_log=False, **opts)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield Live((HOST, port), f"http://{HOST}:{port}", server, judge, door)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
+    with serving(create_app(judge, **app_kwargs), log_level="critical", access_log=False,
+                 **uvicorn_options(door, http)) as (server, url):
+        yield Live((HOST, server.config.port), url, server, judge, door)
 
 
 def read_answer(sock: socket.socket, timeout_s: float = 10.0) -> tuple[int | None, bytes]:

@@ -71,56 +71,28 @@ def test_connection_flood_cannot_starve_the_real_judge_of_descriptors(tmp_path) 
     """``rlvr sandbox serve`` with an open-file limit of 256 (connection limit 64): 400 idle connections held while
     another tenant's real program runs. Before: the fds ran out, so the server stopped accepting and the tenant's
     sandbox could not be started (500 ``sandbox_error``, or no answer)."""
-    import os
     import resource
-    import signal
     import socket
-    import subprocess
-    import sys
 
-    from door_server import _free_port
-
-    port = _free_port()
-    env = {**os.environ, "RLVR_SANDBOX_WORKERS": "1", "RLVR_SANDBOX_HEADER_TIMEOUT_S": "30"}
-    env.pop("RLVR_SANDBOX_URL", None)
-    log = (tmp_path / "serve.log").open("w")
+    from door_server import sandbox_serve, serve_env
 
     def low_nofile() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
-    proc = subprocess.Popen([sys.executable, "-m", "rlvr.cli", "sandbox", "serve", "--port", str(port),
-                             "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                            preexec_fn=low_nofile)
     held: list[socket.socket] = []
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            try:
-                if httpx.get(f"{url}/v1/ping", timeout=2).json() == "pong":
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.2)
-        for _ in range(400):
-            try:
-                held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
-            except OSError:
-                pass
-        time.sleep(0.5)
-        assert httpx.get(f"{url}/v1/ping", timeout=30).json() == "pong"
-        r = httpx.post(f"{url}/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=120)
-        assert r.status_code == 200, r.text[:300]
-        assert r.json()["status"] == "Success" and r.json()["run_result"]["stdout"] == "42\n", r.text[:300]
-    finally:
-        for s in held:
-            s.close()
-        proc.send_signal(signal.SIGINT)
+    env = serve_env(RLVR_SANDBOX_WORKERS="1", RLVR_SANDBOX_HEADER_TIMEOUT_S="30")
+    with sandbox_serve(tmp_path / "serve.log", env, start_s=90, preexec_fn=low_nofile) as url:
         try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
+            for _ in range(400):
+                try:
+                    held.append(socket.create_connection(("127.0.0.1", httpx.URL(url).port), timeout=5))
+                except OSError:
+                    pass
+            time.sleep(0.5)
+            assert httpx.get(f"{url}/v1/ping", timeout=30).json() == "pong"
+            r = httpx.post(f"{url}/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=120)
+            assert r.status_code == 200, r.text[:300]
+            assert r.json()["status"] == "Success" and r.json()["run_result"]["stdout"] == "42\n", r.text[:300]
+        finally:
+            for s in held:
+                s.close()

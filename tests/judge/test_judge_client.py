@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
+from door_server import serving
 
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest
 from rlvr.judge import client as jc
@@ -201,28 +200,11 @@ def test_get_judge_embedded_without_url(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 # -------------------------------------------------------------------------------- against a real server + judge
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def live_url(judge) -> Iterator[str]:
     """uvicorn + the real embedded judge on a free port, in a thread; stops itself at teardown."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(judge), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(judge)) as (_, url):
+        yield url
 
 
 CASES = [

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from door_server import serving
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -134,30 +133,12 @@ def test_queue_size_comes_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ live backpressure
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def slow_server() -> Iterator[tuple[str, SlowJudge]]:
     """uvicorn on 127.0.0.1 serving a 0.3 s-per-call judge with 1 worker and a queue of 1."""
     judge = SlowJudge(delay_s=0.3, workers=1)
-    port = _free_port()
-    app = create_app(judge, max_queue=1)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", judge
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(judge, max_queue=1)) as (_, url):
+        yield url, judge
 
 
 def test_saturated_server_answers_503_with_retry_after(slow_server: tuple[str, SlowJudge]) -> None:

@@ -6,14 +6,12 @@ through the real embedded judge (session fixture ``judge``)."""
 from __future__ import annotations
 
 import base64
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import uvicorn
+from door_server import serving
 from fastapi.testclient import TestClient
 
 from rlvr.data.schema import AssertTest, CallTest, Problem, StdioTest, ground_truth
@@ -259,28 +257,11 @@ def test_rlvr_call_outputs_and_info(client: TestClient) -> None:
 
 
 # --------------------------------------------------------------------------------- a real server, the official client
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def live_url(fake: FakeJudge) -> Iterator[str]:
     """uvicorn serving the fake judge on a free local port, in a thread; stops itself at teardown."""
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(fake), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serving(create_app(fake)) as (_, url):
+        yield url
 
 
 def test_official_sandbox_fusion_client_against_the_server(live_url: str) -> None:
@@ -359,41 +340,12 @@ def test_real_compiled_language_through_run_code(real_client: TestClient) -> Non
 
 def test_rlvr_sandbox_serve_starts_a_working_server(tmp_path) -> None:
     """The console command end to end: app factory + lifespan-created embedded judge; stopped by its own pid."""
-    import os
-    import signal
-    import subprocess
-    import sys
-
     import httpx
+    from door_server import sandbox_serve, serve_env
 
-    port = _free_port()
-    env = {**os.environ, "RLVR_SANDBOX_WORKERS": "1"}
-    env.pop("RLVR_SANDBOX_URL", None)
-    log = (tmp_path / "serve.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "rlvr.cli", "sandbox", "serve", "--port", str(port),
-                             "--log-level", "warning"], env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-            try:
-                if httpx.get(f"{url}/v1/ping", timeout=2).json() == "pong":
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not come up"
-            time.sleep(0.2)
+    with sandbox_serve(tmp_path / "serve.log", serve_env(RLVR_SANDBOX_WORKERS="1")) as url:
         d = httpx.post(f"{url}/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=60).json()
         assert d["status"] == "Success" and d["run_result"]["stdout"] == "42\n"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        log.close()
 
 
 def test_uvicorn_stack_prefers_the_c_stack_and_falls_back_without_it(monkeypatch) -> None:

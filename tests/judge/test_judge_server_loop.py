@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from door_server import free_port
 
 SERVER = r'''
 import sys
@@ -96,12 +96,6 @@ def _hostile_body() -> bytes:
     return json.dumps(body).encode()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _p99(samples: list[float]) -> float:
     """Nearest-rank 99th percentile."""
     ordered = sorted(samples)
@@ -110,7 +104,7 @@ def _p99(samples: list[float]) -> float:
 
 @pytest.mark.slow
 def test_ping_stays_fast_while_hostile_requests_are_judged(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     (tmp_path / "server.py").write_text(SERVER)
     (tmp_path / "load.py").write_text(LOAD)
@@ -205,13 +199,13 @@ def test_shed_empties_long_lists_reachable_from_the_roots() -> None:
     jr = summarise([TestResult(index=i, verdict="accepted") for i in range(CHUNK * 4)], 0.0)
     payload = {"a": [[1] * (CHUNK + 1)], "b": ("x", list(range(CHUNK * 2)))}
     short = [1, 2, 3]
-    from rlvr.judge.api.collector import Collector
     shed(jr, payload, short)
     assert jr.tests == [] and payload["a"] == [[]] and payload["b"][1] == [] and short == [1, 2, 3]
 
 
 def test_collector_runs_full_collections_when_idle_or_overdue() -> None:
     from rlvr.judge.api.app import create_app
+    from rlvr.judge.api.collector import Collector
 
     c = Collector(idle_s=60.0, max_s=300.0)  # idle_s well above a full collection's own time in a big test process
     c.last -= 61.0

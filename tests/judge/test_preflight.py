@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from door_server import free_port
 
 from rlvr.data.schema import AssertTest, Problem, write_problems
 from rlvr.judge.preflight import (
@@ -113,12 +113,6 @@ def test_open_judge_preflights_checks_at_the_end_and_closes(tmp_path: Path) -> N
 
 
 # ------------------------------------------------------------------------------------- a URL with nothing behind it
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _run(args: list[str], cwd: Path, url: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", "RLVR_SANDBOX_URL": url}
     env.pop("RLVR_DEBUG", None)
@@ -147,7 +141,7 @@ def _assert_one_line(r: subprocess.CompletedProcess, url: str) -> None:
 
 @pytest.mark.slow
 def test_unreachable_judge_stops_rlvr_judge_and_a_stage_with_one_line(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     pdir = _problems(tmp_path)
     samples = tmp_path / "samples.jsonl"
     samples.write_text(json.dumps({"task_id": "HumanEval/0", "completion": "    return a + b\n"}) + "\n")

@@ -78,6 +78,26 @@ def _connect(addr: Addr) -> socket.socket | None:
         return None
 
 
+def _exchange(addr: Addr, seen: Seen, send: bytes | Callable[[socket.socket], None], timeout_s: float) -> bool:
+    """One hostile request on a fresh connection: ``send`` (bytes, or a function that writes to the socket; an
+    ``OSError`` while sending is the server cutting the client off, not an error of the client), then the status of the
+    answer (:func:`_answer`, waiting up to ``timeout_s`` seconds) added to ``seen``. Returns False when the connection
+    could not be opened (nothing is added then)."""
+    s = _connect(addr)
+    if s is None:
+        return False
+    try:
+        if callable(send):
+            send(s)
+        else:
+            s.sendall(send)
+    except OSError:
+        pass
+    seen.add(_answer(s, timeout_s))
+    s.close()
+    return True
+
+
 def _threads(n: int, fn: Callable[[int], None]) -> None:
     ts = [threading.Thread(target=fn, args=(i,), daemon=True) for i in range(n)]
     for t in ts:
@@ -132,22 +152,14 @@ def slowloris_headers(addr: Addr, duration_s: float) -> Seen:
     """Forty connections each trickle one header line every 0.25 s, never finishing their headers."""
     seen = Seen()
 
-    def one(_: int) -> None:
-        s = _connect(addr)
-        if s is None:
-            return
+    def trickle(s: socket.socket) -> None:
         end = time.monotonic() + duration_s
-        try:
-            s.sendall(b"POST /run_code HTTP/1.1\r\nHost: judge\r\n")
-            while time.monotonic() < end:
-                s.sendall(b"X-Slow: 1\r\n")
-                time.sleep(0.25)
-        except OSError:
-            pass
-        seen.add(_answer(s, 2))
-        s.close()
+        s.sendall(b"POST /run_code HTTP/1.1\r\nHost: judge\r\n")
+        while time.monotonic() < end:
+            s.sendall(b"X-Slow: 1\r\n")
+            time.sleep(0.25)
 
-    _threads(40, one)
+    _threads(40, lambda _: _exchange(addr, seen, trickle, 2))
     return seen
 
 
@@ -159,15 +171,7 @@ def oversized_headers(addr: Addr, duration_s: float) -> Seen:
     for _ in range(30):
         if time.monotonic() > end:
             break
-        s = _connect(addr)
-        if s is None:
-            continue
-        try:
-            s.sendall(b"GET /v1/ping HTTP/1.1\r\nHost: judge\r\n" + filler + b"\r\n")
-        except OSError:
-            pass
-        seen.add(_answer(s, 5))
-        s.close()
+        _exchange(addr, seen, b"GET /v1/ping HTTP/1.1\r\nHost: judge\r\n" + filler + b"\r\n", 5)
     return seen
 
 
@@ -177,15 +181,8 @@ def unread_bodies(addr: Addr, duration_s: float) -> Seen:
 
     def one(_: int) -> None:
         for _round in range(2):
-            s = _connect(addr)
-            if s is None:
-                continue
-            try:
-                s.sendall(_request("/run_code", b'{"code": "' + b"#" * 1024, length=30_000_000))
-            except OSError:
-                pass
-            seen.add(_answer(s, duration_s + 10))
-            s.close()
+            _exchange(addr, seen, _request("/run_code", b'{"code": "' + b"#" * 1024, length=30_000_000),
+                      duration_s + 10)
 
     _threads(30, one)
     return seen
@@ -195,22 +192,14 @@ def slow_bodies(addr: Addr, duration_s: float) -> Seen:
     """Ten requests send a 1 MB body 100 bytes every 0.2 s."""
     seen = Seen()
 
-    def one(_: int) -> None:
-        s = _connect(addr)
-        if s is None:
-            return
+    def trickle(s: socket.socket) -> None:
         end = time.monotonic() + duration_s
-        try:
-            s.sendall(_request("/rlvr/judge", b'{"solution": "', length=1_000_000))
-            while time.monotonic() < end:
-                s.sendall(b"x" * 100)
-                time.sleep(0.2)
-        except OSError:
-            pass
-        seen.add(_answer(s, 5))
-        s.close()
+        s.sendall(_request("/rlvr/judge", b'{"solution": "', length=1_000_000))
+        while time.monotonic() < end:
+            s.sendall(b"x" * 100)
+            time.sleep(0.2)
 
-    _threads(10, one)
+    _threads(10, lambda _: _exchange(addr, seen, trickle, 5))
     return seen
 
 
@@ -224,15 +213,7 @@ def body_flood(addr: Addr, duration_s: float) -> Seen:
         for _round in range(3):
             if time.monotonic() > end:
                 return
-            s = _connect(addr)
-            if s is None:
-                continue
-            try:
-                s.sendall(_request("/run_code", body))
-            except OSError:
-                pass
-            seen.add(_answer(s, 30))
-            s.close()
+            _exchange(addr, seen, _request("/run_code", body), 30)
 
     _threads(12, one)
     return seen
@@ -253,21 +234,11 @@ def bad_request_ids(addr: Addr, duration_s: float) -> Seen:
         for rid in BAD_HEADER_IDS:
             if time.monotonic() > end:
                 return seen
-            s = _connect(addr)
-            if s is None:
-                continue
             rid_header = b"X-Request-ID: " + rid + b"\r\n"
-            s.sendall(_request("/run_code", _run_code_body(f"print('{MARK}')"), headers=rid_header))
-            seen.add(_answer(s, 10))
-            s.close()
+            _exchange(addr, seen, _request("/run_code", _run_code_body(f"print('{MARK}')"), headers=rid_header), 10)
         for rid in BAD_BODY_IDS:
             body = json.dumps({"problem": problem, "solution": f"print('{MARK}')", "request_id": rid}).encode()
-            s = _connect(addr)
-            if s is None:
-                continue
-            s.sendall(_request("/rlvr/judge", body))
-            seen.add(_answer(s, 10))
-            s.close()
+            _exchange(addr, seen, _request("/rlvr/judge", body), 10)
     return seen
 
 
@@ -319,18 +290,8 @@ def expect_continue_hold(addr: Addr, duration_s: float) -> Seen:
     """Twenty requests ask for ``100 Continue`` on a 10 MB body and never send it."""
     seen = Seen()
 
-    def one(_: int) -> None:
-        s = _connect(addr)
-        if s is None:
-            return
-        try:
-            s.sendall(_request("/run_code", length=10_000_000, headers=b"Expect: 100-continue\r\n"))
-        except OSError:
-            pass
-        seen.add(_answer(s, duration_s + 10))
-        s.close()
-
-    _threads(20, one)
+    hold = _request("/run_code", length=10_000_000, headers=b"Expect: 100-continue\r\n")
+    _threads(20, lambda _: _exchange(addr, seen, hold, duration_s + 10))
     return seen
 
 
