@@ -142,3 +142,27 @@ def test_scripted_turn_counts_turns_and_honours_max_tokens():
     assert label == "fix" and ctx["turn"] == 2
     assert tok.decode(ids1, skip_special_tokens=True) == "first turn" and ids1[-1] == tok.eos_token_id
     assert len(ids2) == 2
+
+
+def test_the_repair_and_grpo_scripted_policies_pick_and_encode_turns_alike():
+    """rlvr.repair.scripted (the repair rehearsal's policies) and this module's Script share one turn rule
+    (pick_turn: the last reply once the list is exhausted) and one encoding (turn_ids: + EOS, cut at the cap)."""
+    from rlvr.model import build_tokenizer
+    from rlvr.repair.scripted import ScriptedServer, replies_policy
+
+    turns = ["first turn", "second turn"]
+    s = scripted.Script(problems={"p": {"rollouts": [{"label": "fix", "turns": turns}]}})
+    policy = replies_policy(turns)
+    for t in range(4):
+        assert policy("first message", t) == s.turn("p", 0, t)[0] == scripted.pick_turn(turns, t)
+    with pytest.raises(ValueError, match="empty reply list"):
+        scripted.pick_turn([], 0)
+    tok = build_tokenizer(["first message", *turns] * 20, vocab_size=300)
+    server = ScriptedServer(tok, policy, ["first message"])
+    prompt = tok.encode("first message", add_special_tokens=False)
+    for cap, stop in ((None, "completed"), (2, None)):
+        out = asyncio.run(server.generate(f"r{cap}", prompt, {"max_tokens": cap}))
+        ids, cut = scripted.turn_ids(tok, "first turn", cap)
+        ctx = {"id": "p", "rollout_n": 0, "turn": 0}
+        assert out.token_ids == ids == scripted.scripted_turn(s, tok, ctx, cap)[0]
+        assert out.stop_reason == stop and cut == (stop is None)
