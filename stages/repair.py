@@ -7,8 +7,10 @@ under the verl engine), ``synthetic`` when a dataset is ``synthetic``; the gover
 
 1. **Train** (engine ``local``): unrolled multi-turn GRPO on the input policy's own repair episodes on the TRAIN
    problems (:mod:`rlvr.train.local.repair`, which says why not TRL's tool-call ``environment_factory``); reward =
-   hidden-test verdict of the next attempt minus ``turn_penalty`` per feedback turn. Checkpoints under
-   ``$RLVR_CACHE_DIR/train/repair/<key>`` (resumed). Publishes ``models/repair/``; curves
+   hidden-test verdict of the next attempt minus ``turn_penalty`` per feedback turn. The training rows: the
+   ``repair.train.train_sets`` problems with ``>= repair.train.min_hidden_tests`` hidden tests, in GRPO's
+   ``train.rl_share`` subset (:func:`rlvr.train.overlap.apply_rl_share`: the problems SFT/DPO left out).
+   Checkpoints under ``$RLVR_CACHE_DIR/train/repair/<key>`` (resumed). Publishes ``models/repair/``; curves
    ``metrics/repair/curves.tsv``. Engine ``verl``: writes the agent-loop config (the repair protocol in verl's
    ``tool_agent`` loop, :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`), repair parquet, overrides and command
    and launches ``verl.trainer.main_ppo`` (:func:`rlvr.repair.verl_run.run_repair_verl`).
@@ -46,6 +48,7 @@ from rlvr.repair.eval import RepairParams, default_model, run_repair_stage, sele
 from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine
 from rlvr.train.local.common import TrainCommon, load_problem_sets
+from rlvr.train.overlap import apply_rl_share
 
 
 def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str, judge: Any, out_model: Path,
@@ -62,6 +65,9 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
 
         raise ConfigError(f"repair.train.min_hidden_tests={cfg.train.min_hidden_tests}: no training problem has that "
                           f"many hidden tests (of {train_set['problems']})")
+    # GRPO's subset (train.rl_share, by problem id): SFT fitted the reference of every problem outside it, so a
+    # repair episode there would mostly pass on the first turn (no feedback turn, nothing to learn)
+    train, train_set["rl_share"] = apply_rl_share(train, common.rl_share)
     if engine == "verl":
         from rlvr.config import ConfigError
         from rlvr.repair.verl_run import run_repair_verl

@@ -73,7 +73,7 @@ def main(params: Params, problems_dir: Path, model_dir: str, out_model: Path, me
     common = params.section("train", TrainCommon)
     cfg = params.section("sft", SFTParams)
     train, overlap = apply_sft_rl_overlap(load_problem_sets(problems_dir, common.train_sets), common.sft_rl_overlap,
-                                          rl_set)
+                                          rl_set, common.rl_share)
     dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
     with open_judge(params.path, get_judge) as judge:
         if engine == "verl":

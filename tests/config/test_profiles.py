@@ -275,7 +275,8 @@ def _samples(p: dict) -> dict[str, float]:
             * dpo["launch"]["processes"],
             "sft_epochs": p["sft"]["epochs"], "sft_max_steps": p["sft"]["max_steps"],
             "prompts_per_validation": v["test_freq"] * v["train_batch_size"],
-            "prompts_per_checkpoint": v["save_freq"] * v["train_batch_size"]}
+            "prompts_per_checkpoint": v["save_freq"] * v["train_batch_size"],
+            "rl_share": p["train"]["rl_share"]}  # the same RL prompts: passes = prompts / (eligible x share)
 
 
 def test_2_4_and_8_gpus_run_the_same_epochs(tmp_path):
@@ -284,6 +285,7 @@ def test_2_4_and_8_gpus_run_the_same_epochs(tmp_path):
     runs = {n: _samples(load_params(_params(tmp_path / str(n), f"profiles/qwen7b_{n}xh100.yaml"))) for n in (2, 4, 8)}
     assert runs[2] == runs[4] == runs[8]
     assert runs[4]["grpo_prompts"] == 12_800 and runs[4]["sft_max_steps"] == -1  # SFT by epochs, not steps
+    assert runs[4]["rl_share"] == 0.5  # a stated RL/SFT split (issue 42; profiles/qwen7b_4xh100.yaml's set sizes)
 
 
 def test_7b_profiles_give_every_group_a_learning_signal(tmp_path):

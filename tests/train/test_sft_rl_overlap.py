@@ -30,8 +30,9 @@ def test_disjoint_drops_every_rl_prompt_and_counts(tmp_path):
     rl = {p.id for p in ps[:10]} | {"not-a-train-problem"}
     kept, n = apply_sft_rl_overlap(ps, 0.0, _rl_set(tmp_path, sorted(rl)))
     assert [p.id for p in kept] == [p.id for p in ps[10:]]
-    assert n == {"sft_rl_overlap": 0.0, "problems": len(ps), "rl_prompts": 10, "rl_prompts_kept": 0,
-                 "rl_prompts_dropped": 10, "kept": len(ps) - 10}
+    assert n == {"sft_rl_overlap": 0.0, "rl_share": 1.0, "problems": len(ps), "rl_prompts_eligible": 11,
+                 "rl_prompts_used": 11, "rl_prompts": 10, "rl_prompts_kept": 0, "rl_prompts_dropped": 10,
+                 "kept": len(ps) - 10}
 
 
 def test_partial_overlap_is_deterministic_and_nested(tmp_path):

@@ -81,6 +81,9 @@ class TrainCommon(Section):
             the machine's core count; :func:`set_seed`).
         sft_rl_overlap: share (0–1) of the RL prompts that SFT and DPO also train on (:mod:`rlvr.train.overlap`;
             1.0 = all of them, the default; 0.0 = disjoint, the 7B profiles).
+        rl_share: share (0 < share <= 1) of the RL-eligible prompts that RL (GRPO on either engine, and repair's
+            training rows) trains on, chosen by a hash of the problem id (:func:`rlvr.train.overlap.in_rl_share`);
+            SFT and DPO leave out only the prompts RL uses. 1.0 = all of them, the default; 0.5 the 7B profiles.
     """
 
     train_sets: list[str] = Field(default_factory=lambda: ["synthetic/train"])
@@ -94,6 +97,7 @@ class TrainCommon(Section):
     logging_steps: int = Field(5, gt=0)
     cpu_threads: int = Field(2, ge=1)
     sft_rl_overlap: float = Field(1.0, ge=0.0, le=1.0)
+    rl_share: float = Field(1.0, gt=0.0, le=1.0)
 
     @model_validator(mode="after")
     def _save_on_log_steps(self) -> TrainCommon:
