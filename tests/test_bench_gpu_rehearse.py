@@ -98,3 +98,23 @@ def test_judge_log_groups_compare_multisets_and_count_false_timeouts(tmp_path):
     assert g["groups_as_expected"] == 1 and [d["id"] for d in g["groups_differing"]] == ["p/2"]
     assert (g["timeouts"], g["timeouts_scripted"], g["false_timeouts"]) == (2, 1, 1)
     assert g["judge_s"]["max"] == 45.0 and g["log_span_s"] == 4.0
+
+
+def test_the_script_draws_only_problems_inside_the_runs_rl_share(monkeypatch):
+    """A lent profile at ``train.rl_share`` 0.5 trains on the hashed half of the RL prompts: the script must hold
+    those, not problems the run never draws."""
+    from types import SimpleNamespace
+
+    import rlvr.config
+    import rlvr.train.local.common
+    from rlvr.train.overlap import in_rl_share
+
+    probs = [SimpleNamespace(id=f"mbpp/{i}", source="mbpp", solutions=[REF], tests=[0] * 5) for i in range(40)]
+    share = {"v": 0.5}
+    monkeypatch.setattr(rlvr.config, "load_params", lambda path: {
+        "manifests": {"verl_train": ["mbpp/train"]}, "train": {"train_sets": ["mbpp/train"], "rl_share": share["v"]}})
+    monkeypatch.setattr(rlvr.train.local.common, "load_problem_sets", lambda d, sets: list(probs))
+    half = rehearse._problems("params.yaml", "grpo", 40, 5, "unused")
+    assert half and {p.id for p in half} == {p.id for p in probs if in_rl_share(p.id, 0.5)} != {p.id for p in probs}
+    share["v"] = 1.0
+    assert len(rehearse._problems("params.yaml", "grpo", 40, 5, "unused")) == 40

@@ -92,8 +92,11 @@ def _params(path: str) -> Any:
 
 
 def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_dir: str | Path) -> list[Any]:
-    """The first ``limit`` problems (by id) of the run's training sets with a reference and ``min_tests`` tests."""
+    """The first ``limit`` problems (by id) of the run's training sets with a reference and ``min_tests`` tests, among
+    those the run trains on at its ``train.rl_share`` (:func:`rlvr.train.overlap.in_rl_share`: a problem outside the
+    share is never drawn, so a script for it would be dead weight)."""
     from rlvr.config import load_params
+    from rlvr.train.overlap import in_rl_share
 
     raw = load_params(params_path)
     if kind == "grpo":
@@ -103,7 +106,8 @@ def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_
     from rlvr.train.local.common import load_problem_sets
 
     ps = [p for p in load_problem_sets(problems_dir, sets)
-          if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) < 3000]
+          if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) < 3000
+          and in_rl_share(p.id, float(raw["train"].get("rl_share", 1.0)))]
     ps.sort(key=lambda p: p.id)
     # spread over the sources (the list is sorted by id, so one source would fill it)
     by_src: dict[str, list[Any]] = defaultdict(list)
