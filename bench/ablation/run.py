@@ -19,8 +19,8 @@ workspace's ``metrics/``; then the ``eval`` stage's command with ``eval.phases``
 Nothing upstream re-runs: sft/dpo are read from the workspace, whose hash (dvc.lock's ``models/dpo`` md5) is
 recorded. ``dvc exp run --temp -S reward=… -S seeds=[…]`` would run the same commands, but it keeps an
 experiment's plain outs (the curves TSVs) only in its git ref and loses every seed of a mode when it is stopped
-before the end; here the seeds are interleaved (seed 1 dense, seed 1 sparse, seed 2 …; ``--jobs 2``: the two modes
-side by side, each in seed order) and the results file is rewritten after each seed, so a run cut short still leaves
+before the end; here the runs start interleaved (seed 1 dense, seed 1 sparse, seed 2 …; ``--jobs J``: J at once)
+and the results file is rewritten after each seed, so a run cut short still leaves
 paired seeds (``seeds_done``). A (mode, seed) whose metrics exist is not
 re-run (``--force`` re-runs it); the GRPO checkpoints resume from ``$RLVR_CACHE_DIR/train/grpo`` as in the
 pipeline (their key hashes the reward mode).
@@ -209,22 +209,32 @@ def _run(argv: list[str], log: Path) -> None:
         raise click.ClickException(f"{argv[2] if len(argv) > 2 else argv}: exit {r.returncode}: {tail[0]} ({log})")
 
 
-def run_seed(base: Mapping[str, Any], mode: str, seed: int, eval_seeds: Sequence[int], w: str, final_eval: bool,
-             force: bool) -> None:
-    """Run one (mode, seed) into the mode's folder ``w``: its params copy (:func:`mode_params`), the ``grpo``
-    stage's command unless its metrics exist (or ``force``), then the ``eval`` stage's command scoring ``eval_seeds``
-    (earlier seeds resume from their journals, so only the new one is generated). Logs: ``<w>/logs/``."""
-    dvc_yaml = ROOT / "dvc.yaml"
-    pfile = Path(w) / "params.yaml"
+def grpo_done(w: str, seed: int) -> bool:
+    """Whether the mode folder ``w`` holds seed ``seed``'s GRPO metrics (the stage writes them last, atomically)."""
+    return (Path(w) / "metrics" / "grpo" / f"seed-{seed}.json").is_file()
+
+
+def run_grpo(base: Mapping[str, Any], mode: str, seed: int, w: str, force: bool) -> None:
+    """The ``grpo`` stage's command for one (mode, seed) into the mode's folder ``w`` (params copy
+    ``<w>/params-seed<n>.yaml``, :func:`mode_params`), unless its metrics exist (or ``force``). Log: ``<w>/logs/``."""
+    if grpo_done(w, seed) and not force:
+        return
+    pfile = Path(w) / f"params-seed{seed}.yaml"
     pfile.parent.mkdir(parents=True, exist_ok=True)
-    pfile.write_text(yaml.safe_dump(mode_params(base, mode, eval_seeds, w), sort_keys=False))
-    if force or not (Path(w) / "metrics" / "grpo" / f"seed-{seed}.json").is_file():
-        _run([*stage_cmd(dvc_yaml, "grpo", seed), "--params", str(pfile), "--out-root", f"{w}/models/grpo",
-              "--metrics-root", f"{w}/metrics/grpo", "--eval-root", f"{w}/metrics",
-              "--eval-dir", f"{w}/data/eval"], Path(w) / "logs" / f"grpo{seed}.log")
-    if final_eval:
-        _run([*stage_cmd(dvc_yaml, "eval"), "--params", str(pfile), "--out-dir", f"{w}/data/eval/final",
-              "--metrics-dir", f"{w}/metrics/final"], Path(w) / "logs" / f"eval{seed}.log")
+    pfile.write_text(yaml.safe_dump(mode_params(base, mode, [seed], w), sort_keys=False))
+    _run([*stage_cmd(ROOT / "dvc.yaml", "grpo", seed), "--params", str(pfile), "--out-root", f"{w}/models/grpo",
+          "--metrics-root", f"{w}/metrics/grpo", "--eval-root", f"{w}/metrics", "--eval-dir", f"{w}/data/eval"],
+         Path(w) / "logs" / f"grpo{seed}.log")
+
+
+def run_final_eval(base: Mapping[str, Any], mode: str, seeds: Sequence[int], w: str, tag: str) -> None:
+    """The ``eval`` stage's command over the mode's GRPO models of ``seeds`` (params copy ``<w>/params.yaml``);
+    seeds scored before resume from their journals, so only new ones are generated. Log: ``<w>/logs/eval<tag>.log``.
+    Not safe to run twice at once on one ``w`` (the summary files): callers hold a per-mode lock."""
+    pfile = Path(w) / "params.yaml"
+    pfile.write_text(yaml.safe_dump(mode_params(base, mode, seeds, w), sort_keys=False))
+    _run([*stage_cmd(ROOT / "dvc.yaml", "eval"), "--params", str(pfile), "--out-dir", f"{w}/data/eval/final",
+          "--metrics-dir", f"{w}/metrics/final"], Path(w) / "logs" / f"eval{tag}.log")
 
 
 @click.command()
@@ -236,7 +246,7 @@ def run_seed(base: Mapping[str, Any], mode: str, seed: int, eval_seeds: Sequence
 @click.option("--final-eval/--no-final-eval", default=True, show_default=True, help="run the eval stage per seed")
 @click.option("--force", is_flag=True, help="re-run (mode, seed)s whose metrics exist")
 @click.option("--jobs", default=1, show_default=True, type=click.IntRange(1),
-              help="modes run at once (each mode's seeds stay in order; 2 on the 2-core machine: the judge waits)")
+              help="(mode, seed) runs at once, started in the interleaved order")
 @click.option("--collect-only", is_flag=True, help="only collect what exists under --work")
 @click.option("--note", default="", help="recorded with the inputs (e.g. how models/dpo was built)")
 def main(n_seeds: int, modes: str, work: str, out: Path, params_path: Path, final_eval: bool, force: bool,
@@ -255,24 +265,21 @@ def main(n_seeds: int, modes: str, work: str, out: Path, params_path: Path, fina
             if not Path(need).exists():
                 raise click.ClickException(f"{need} missing: build the inputs first (`dvc repro dpo`)")
     lock = threading.Lock()
-    done: dict[str, list[int]] = {m: [] for m in mode_list}
+    mode_lock = {m: threading.Lock() for m in mode_list}
 
-    def step(mode: str, seed: int) -> None:
-        run_seed(base, mode, seed, [*done[mode], seed], f"{work}/{mode}", final_eval, force)
-        done[mode].append(seed)
+    def step(seed: int, mode: str) -> None:
+        w = f"{work}/{mode}"
+        run_grpo(base, mode, seed, w, force)
+        if final_eval:
+            with mode_lock[mode]:
+                run_final_eval(base, mode, [s for s in seeds if grpo_done(w, s)], w, str(seed))
         with lock:
             write_results(out, Path(work), mode_list, seeds, base, roles, note)
 
-    if collect_only:
-        pass
-    elif jobs == 1:  # interleaved: seed 1 dense, seed 1 sparse, seed 2 …
-        for seed in seeds:
-            for mode in mode_list:
-                step(mode, seed)
-    else:
-        with ThreadPoolExecutor(max_workers=min(jobs, len(mode_list))) as pool:
-            for f in [pool.submit(lambda m=m: [step(m, s) for s in seeds]) for m in mode_list]:
-                f.result()
+    pairs = [] if collect_only else [(s, m) for s in seeds for m in mode_list]  # seed 1 dense, seed 1 sparse, …
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for f in [pool.submit(step, s, m) for s, m in pairs]:
+            f.result()
     write_results(out, Path(work), mode_list, seeds, base, roles, note)
     click.echo(f"wrote {out}")
 
