@@ -10,6 +10,8 @@ import pytest
 from hostile import OK_VERDICTS
 from hostile.generate import DATASETS, dataset_problems, derive_hacks
 
+from rlvr.judge.settle import judge_settled
+
 SAMPLE = 30
 
 
@@ -23,7 +25,9 @@ def _check(judge, spec: str, n: int | None) -> None:
               for (p, _, name), r in zip(items, results, strict=True) if r.verdict not in OK_VERDICTS]
     assert not beaten, f"{len(beaten)}/{len(items)} derived hacks not rejected as program failures:\n" + "\n".join(
         beaten[:40])
-    control = judge.judge_many([(p, p.solutions[0]) for p in problems])
+    # the control judges trusted programs with the references' rule (rlvr.judge.settle: a timeout is judged again
+    # with CPU limits), so a canonical solution near its limit (mbpp/123 at a load of 6 on 2 cores) is not a failure
+    control = judge_settled(judge, [(p, p.solutions[0]) for p in problems])
     bad = {p.id: (r.verdict, r.message[:200]) for p, r in zip(problems, control, strict=True) if not r.accepted}
     assert not bad, f"canonical solutions rejected: {bad}"
 
