@@ -16,8 +16,16 @@ if [ -f .gpu/problems.tar.xz ]; then mkdir -p data/governance && tar xJf .gpu/pr
 elif [ -f .gpu/gov.tar.xz ]; then tar xJf .gpu/gov.tar.xz
 else echo "rehearse_sitting.sh: no .gpu/problems.tar.xz or .gpu/gov.tar.xz (docs/training/rehearsal.md)" >&2; exit 2
 fi
-gpus=$(nvidia-smi -L 2>/dev/null | wc -l)  # 4 GPUs: the 4-GPU profile; 2 (4-GPU kinds withheld): the 2-GPU one
-profile="profiles/lent/qwen7b_scripted_$([ "$gpus" -ge 4 ] && echo 4 || echo 2)xh200.yaml"
+# 4 GPUs: the 4-GPU profile; 2 (4-GPU kinds withheld): the 2-GPU one; 1 (only the 1-GPU kind lent): the 0.5B-shaped
+# one (a 7B does not train on one GPU with this recipe; the profile's comment says what that run does not show)
+gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+case "$gpus" in
+  0) echo "rehearse_sitting.sh: no GPU (nvidia-smi -L lists none)" >&2; exit 2 ;;
+  1) profile=profiles/lent/qwen0p5b_scripted_1xh200.yaml ;;
+  2|3) profile=profiles/lent/qwen7b_scripted_2xh200.yaml ;;
+  *) profile=profiles/lent/qwen7b_scripted_4xh200.yaml ;;
+esac
+profile="${RH_PROFILE:-$profile}"
 sed "s#^profile:.*#profile: $profile#" params.yaml > params.rehearse.yaml
 export BWRAP_DEB="${BWRAP_DEB:-$(ls .gpu/bubblewrap_*.deb 2>/dev/null | head -1)}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
