@@ -121,8 +121,13 @@ def test_patched_worker_answers_each_sample_from_the_script(tmp_path, monkeypatc
     outs = asyncio.run(go())
     texts = [tok.decode(o.response_ids, skip_special_tokens=True) for o in outs]
     assert texts == [ref, mut]
+    # the weight version verl's V1 trainer reads per turn (int() of a missing one failed the first GPU rehearsal
+    # after step 1's update): step 3's rollouts come from the weights after 2 updates
+    assert [(o.extra_fields.get("min_global_steps"), o.extra_fields.get("max_global_steps")) for o in outs] == [
+        (2, 2), (2, 2)]
     v1 = [tok.decode(o.response_ids, skip_special_tokens=True) for o in asyncio.run(go_v1())]
     assert v1 == [mut, ref]
+    assert scripted.weight_version(None) == 0 and scripted.weight_version(1) == 0
     assert _Unasked.calls == 0
     (log,) = list(tmp_path.glob("script.json.emitted.*.jsonl"))
     rows = sorted((json.loads(x) for x in log.read_text().splitlines()), key=lambda r: r["rollout_n"])
