@@ -66,6 +66,11 @@ def test_collect_compares_each_sample_with_its_expected_score(tmp_path):
         row("p/1", 0, "reference", 1.0, "accepted"), row("p/1", 1, "reference", 1.0, "accepted"),
         row("p/2", 0, "reference", 0.0, "timeout"), row("p/2", 1, "mutant", 0.5, "wrong_answer")]) + "\n")
     (run / "rollouts" / "2.jsonl").write_text(json.dumps({"output": "no mark here", "score": 0.0}) + "\n")
+    # verl's file logger: step 1 evicted 2 zero-variance groups; a line cut by the run's end is skipped
+    (run / "logs").mkdir()
+    (run / "logs" / "attempt-1.jsonl").write_text(json.dumps({"step": 1, "data": {
+        "training/filter_groups/evicted_samples": 2.0, "timing_s/step": 80.0, "timing_s/gen": 66.0}})
+        + "\n{\"step\": 2, \"da")
     out = tmp_path / "r.json"
     rehearse.cmd_collect(Namespace(dir=str(d), run=str(run), out=str(out)))
     res = json.loads(out.read_text())
@@ -73,6 +78,9 @@ def test_collect_compares_each_sample_with_its_expected_score(tmp_path):
     assert (s1["step"], s1["samples"], s1["unmatched"]) == (1, 4, 0)
     assert s1["reward_expected"] == (1 + 1 + 1 + 0.5) / 4 and s1["reward_observed"] == (1 + 1 + 0 + 0.5) / 4
     assert s1["zero_variance_share"] == 0.5 and s1["groups"] == 2
+    assert (s1["groups_evicted"], s1["zero_variance_share_drawn"], s1["step_s"], s1["gen_s"]) == (2.0, 0.5, 80.0, 66.0)
+    assert s2["groups_evicted"] is None and "step_s" not in s2
+    assert res["scores_by_label"] == {"reference": {"1": 2, "0": 1}, "mutant": {"0.5": 1}}
     assert (s2["samples"], s2["unmatched"]) == (1, 1)
     assert res["false_timeouts"] == 1
     assert res["below_expected"] == [{"step": 1, "id": "p/2", "n": 0, "label": "reference", "expected": 1.0,
@@ -118,3 +126,13 @@ def test_the_script_draws_only_problems_inside_the_runs_rl_share(monkeypatch):
     assert half and {p.id for p in half} == {p.id for p in probs if in_rl_share(p.id, 0.5)} != {p.id for p in probs}
     share["v"] = 1.0
     assert len(rehearse._problems("params.yaml", "grpo", 40, 5, "unused")) == 40
+
+
+def test_a_scripted_reference_fits_its_turn_budget():
+    """The repair turn cap (768 tokens at the 7B profiles) bounds the references a repair script may use: the
+    2026-11-29 sitting cut a 1,999-character reference there and its episodes scored 0 against an expected pass."""
+    assert rehearse.max_reference_chars({"repair": {"turn_tokens": 768}}, "repair") == 768 * 2 - 200
+    assert rehearse.max_reference_chars({"repair": {"sampling": {"max_new_tokens": 512}}}, "repair") == 824
+    assert rehearse.max_reference_chars({}, "grpo") == 3000  # 2,048 x 2 - 200, capped at 3,000
+    assert rehearse.max_reference_chars({"verl": {"max_response_length": 1024}}, "grpo") == 1848
+    assert 1999 > rehearse.max_reference_chars({"repair": {"turn_tokens": 768}}, "repair")

@@ -91,10 +91,31 @@ def _params(path: str) -> Any:
     return Params(Path(path))
 
 
+# characters per token of the rehearsal's tokenizer (the project's 4,096-piece BPE of stages/model.py, far less compact
+# than Qwen's 151k vocabulary) on the governed references, rounded down: the 2026-11-29 sitting cut a 1,999-character
+# CodeContests reference at the repair turn cap of 768 tokens (2.6 characters per token), so its every episode scored 0
+# where the script expected a pass. A reference must fit its turn at this rate, or the expected scores are wrong.
+CHARS_PER_TOKEN = 2.0
+
+
+def max_reference_chars(raw: dict[str, Any], kind: str) -> int:
+    """The longest reference (characters) a scripted ``kind`` problem may have: its turn's token budget (GRPO:
+    ``verl.max_response_length``, default 2,048; repair: ``repair.turn_tokens``, default ``max_new_tokens`` of
+    ``repair.sampling``) x :data:`CHARS_PER_TOKEN`, less 200 characters for the rehearsal mark and the fence; at
+    most 3,000 (GRPO's former fixed cap)."""
+    if kind == "grpo":
+        budget = int((raw.get("verl") or {}).get("max_response_length") or 2048)
+    else:
+        rp = raw.get("repair") or {}
+        budget = int(rp.get("turn_tokens") or (rp.get("sampling") or {}).get("max_new_tokens") or 768)
+    return min(3000, int(budget * CHARS_PER_TOKEN) - 200)
+
+
 def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_dir: str | Path) -> list[Any]:
-    """The first ``limit`` problems (by id) of the run's training sets with a reference and ``min_tests`` tests, among
-    those the run trains on at its ``train.rl_share`` (:func:`rlvr.train.overlap.in_rl_share`: a problem outside the
-    share is never drawn, so a script for it would be dead weight)."""
+    """The first ``limit`` problems (by id) of the run's training sets with a reference of at most
+    :func:`max_reference_chars` and ``min_tests`` tests, among those the run trains on at its ``train.rl_share``
+    (:func:`rlvr.train.overlap.in_rl_share`: a problem outside the share is never drawn, so a script for it would be
+    dead weight)."""
     from rlvr.config import load_params
     from rlvr.train.overlap import in_rl_share
 
@@ -105,8 +126,9 @@ def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_
         sets = raw["repair"]["train"].get("train_sets") or raw["train"]["train_sets"]
     from rlvr.train.local.common import load_problem_sets
 
+    cap = max_reference_chars(raw, kind)
     ps = [p for p in load_problem_sets(problems_dir, sets)
-          if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) < 3000
+          if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) <= cap
           and in_rl_share(p.id, float(raw["train"].get("rl_share", 1.0)))]
     ps.sort(key=lambda p: p.id)
     # spread over the sources (the list is sorted by id, so one source would fill it)
@@ -284,8 +306,10 @@ def _dump_rows(run: Path) -> list[dict[str, Any]]:
 def judge_log_groups(run: Path, exp: dict[str, Any]) -> dict[str, Any]:
     """What the judge log (``<run>/judge/*.jsonl``, :mod:`rlvr.reward.judge_log`: one line per scored sample, written
     as each rollout is scored, so it exists before a step's update) says against the script: per problem, the
-    multiset of the samples' ``pass_ratio`` against the expected scores (``dense``: score = pass_ratio; the log has
-    no ``rollout_n``, so groups are compared as multisets, ``k`` copies for a problem drawn ``k`` times), the groups
+    multiset of the samples' ``pass_ratio`` against the expected scores (``dense``: score = pass_ratio; ``sparse``:
+    accepted or not, score > 0 exactly when the graded program is accepted, turn penalty or not; the log has
+    no ``rollout_n``, so groups are compared as multisets, ``k`` copies for a problem drawn ``k`` times; a step cut
+    short leaves part of a group, which shows as differing), the groups
     that differ, the statuses, the judge seconds per sample (p50 / p99 / max / sum) and the log's span (first to last
     line, seconds). Timeouts are false when they land on a sample the script did not make an infinite loop."""
     import statistics
@@ -306,8 +330,12 @@ def judge_log_groups(run: Path, exp: dict[str, Any]) -> dict[str, Any]:
             continue
         kinds[e["kind"]] += 1
         k = max(1, len(rs) // max(1, len(e["samples"])))
-        want = Counter(round(float(s["score"]), 6) for s in e["samples"] for _ in range(k))
-        got = Counter(round(float(r.get("pass_ratio", 0.0)), 6) for r in rs)
+        if exp.get("reward_mode") == "dense":
+            want = Counter(round(float(s["score"]), 6) for s in e["samples"] for _ in range(k))
+            got = Counter(round(float(r.get("pass_ratio", 0.0)), 6) for r in rs)
+        else:  # sparse (repair's default): a sample scores above 0 exactly when its graded program is accepted
+            want = Counter("accepted" if float(s["score"]) > 0 else "rejected" for s in e["samples"] for _ in range(k))
+            got = Counter("accepted" if r.get("status") == "accepted" else "rejected" for r in rs)
         expected_timeouts += k * sum(s.get("status") == "timeout" for s in e["samples"])
         if want != got:
             differ.append({"id": pid, "kind": e["kind"], "missing": {str(x): n for x, n in (want - got).items()},
@@ -324,6 +352,29 @@ def judge_log_groups(run: Path, exp: dict[str, Any]) -> dict[str, Any]:
             "judge_s": {"p50": statistics.median(js), "p99": js[max(0, int(0.99 * len(js)) - 1)], "max": js[-1],
                         "sum": sum(js)} if js else None,
             "log_span_s": ts[-1] - ts[0] if ts else None}
+
+
+VERL_LOG_KEYS = {"training/filter_groups/evicted_samples": "groups_evicted", "timing_s/gen": "gen_s",
+                 "timing_s/step": "step_s", "num_turns/mean": "num_turns_mean"}
+
+
+def verl_log_steps(run: Path) -> dict[int, dict[str, float]]:
+    """Per step, from verl's file logger (``<run>/logs/attempt-*.jsonl``: ``{"step", "data"}`` per line, the last
+    attempt's line winning): the groups dynamic sampling evicted as zero-variance (verl's
+    ``training/filter_groups/evicted_samples``, which counts prompts), generation and step wall seconds and the
+    mean turns per sample (:data:`VERL_LOG_KEYS`). Read as each step ends, so a run cut short still has its finished
+    steps. Empty when there is no log."""
+    out: dict[int, dict[str, float]] = {}
+    for f in sorted((run / "logs").glob("attempt-*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue  # a line cut by the end of the run
+            data = r.get("data") or {}
+            if isinstance(r.get("step"), int):
+                out[r["step"]] = {name: float(data[k]) for k, name in VERL_LOG_KEYS.items() if k in data}
+    return out
 
 
 def cmd_collect(a: argparse.Namespace) -> None:
@@ -357,19 +408,27 @@ def cmd_collect(a: argparse.Namespace) -> None:
         st["observed"].append(float(r["score"]))
         st["expected"].append(float(e["score"]))
         by_group[(r["step"], m["id"])].append(float(r["score"]))
-        labels[e["label"]][str(r.get("status", r.get("verdict", "?")))] += 1
-        if float(r["score"]) < float(e["score"]) - 1e-9:
+        labels[e["label"]][f"{float(r['score']):.4g}"] += 1
+        # 1e-6: verl's dump holds float32 scores (0.8999999761581421 for 0.9 in the 2026-11-29 run)
+        if float(r["score"]) < float(e["score"]) - 1e-6:
             below.append({"step": r["step"], "id": m["id"], "n": int(m["n"]), "label": e["label"],
                           "expected": e["score"], "observed": r["score"], "status": r.get("status")})
+    vlog = verl_log_steps(run)
     table = []
     for s in sorted(steps):
         st = steps[s]
         groups = [v for (gs, _), v in by_group.items() if gs == s]
-        zv = sum(1 for v in groups if max(v) - min(v) < 1e-9) / len(groups) if groups else None
+        zv = sum(1 for v in groups if max(v) - min(v) < 1e-6) / len(groups) if groups else None
+        evicted = vlog.get(s, {}).get("groups_evicted")
         table.append({"step": s, "samples": st["n"], "unmatched": st["unmatched"],
                       "reward_observed": statistics.fmean(st["observed"]) if st["observed"] else None,
                       "reward_expected": statistics.fmean(st["expected"]) if st["expected"] else None,
-                      "zero_variance_share": zv, "groups": len(groups)})
+                      "zero_variance_share": zv, "groups": len(groups),
+                      # dynamic sampling's view: the zero-variance groups it evicted, of all the groups it drew
+                      "groups_evicted": evicted,
+                      "zero_variance_share_drawn": (evicted / (evicted + len(groups))
+                                                    if evicted is not None and groups else None),
+                      **{k: v for k, v in vlog.get(s, {}).items() if k != "groups_evicted"}})
     from rlvr.layout import layout_paths
 
     curves = (d / "curves.tsv").read_text(encoding="utf-8") if (d / "curves.tsv").exists() else ""
@@ -378,7 +437,7 @@ def cmd_collect(a: argparse.Namespace) -> None:
     out = {"dir": str(d), "run": str(run), "reward_mode": exp["reward_mode"], "steps": table,
            "judge_log": judge_log_groups(run, exp),
            "below_expected": below, "false_timeouts": sum(1 for b in below if b["status"] == "timeout"),
-           "statuses_by_label": {k: dict(v) for k, v in labels.items()}, "curves_tsv": curves,
+           "scores_by_label": {k: dict(v) for k, v in labels.items()}, "curves_tsv": curves,
            "cost_tsv": Path(cost).read_text(encoding="utf-8") if cost else None}
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     for t in table:
