@@ -130,8 +130,10 @@ class RepairEnv:
         return self._hidden[code]
 
     def feedback(self, result: JudgeResult) -> str:
-        """The feedback message for a visible-test ``result`` (:func:`format_feedback`)."""
-        return format_feedback(self.visible, result, self.cfg, self.messages[0]["content"])
+        """The feedback message for a visible-test ``result`` (:func:`format_feedback`), as the episode sends it
+        after its answers so far (at least one)."""
+        return format_feedback(self.visible, result, self.cfg, self.messages[0]["content"],
+                               max(1, self.episode.answers))
 
     def step(self, text: str, n_tokens: int = 0) -> StepResult:
         """Consume one model reply ``text`` (``n_tokens`` generated tokens) through the protocol

@@ -6,13 +6,20 @@ produce the same transcript for the same policy outputs (``tests/repair/test_rep
 The protocol (RLEF, Gehring et al. 2024, "RLEF: Grounding Code LLMs in Execution Feedback with Reinforcement
 Learning", arXiv:2410.02089, section 3):
 
-1. **Prompt** (:func:`initial_messages`): one user message, the problem's prompt (:func:`rlvr.data.prompts.
-   build_prompt`) followed by :func:`instructions`: every answer is run on the example tests, a failing one gets the
-   results back, at most ``turns`` answers, the last program written is the one graded (and, in interpreter mode,
-   how to run code with a ```python-run block).
+1. **Prompt** (:func:`initial_messages`): one user message, exactly the prompt the single-turn phases train and
+   evaluate on (:func:`rlvr.data.prompts.build_messages`: SFT, DPO, GRPO, the baseline and final evaluations), so the
+   first turn of an episode *is* single-turn accepted@1 and the model meets on it the text it was trained on. Only
+   interpreter mode adds to it (:func:`instructions`: how to run code with a ```python-run block, which the model
+   must know before its first reply). The protocol's rules (a failing answer gets the results back, at most
+   ``turns`` answers, when the episode ends, the last program written is the one graded) come with the feedback,
+   the first message that needs them (:func:`protocol_rules`, the feedback template's ``{protocol}`` field): RLEF's
+   first turn is also the task's ordinary prompt. (Appending the rules to the first message made the tiny CPU policy,
+   GRPO-trained on the plain prompt, answer garbage on every dev problem: accepted@1 0.778 single-turn, 0.0 as the
+   repair stage's "before"; ``tests/repair/test_repair_first_turn.py``.)
 2. **Every reply is an attempt** (:class:`Episode`): its program (:func:`rlvr.generate.extract_code`) is judged on
    the *visible* tests. A pass, or the ``turns``-th answer, ends the episode. Otherwise the next turn is a **user**
-   message with the feedback (:func:`format_feedback`; :data:`NO_CODE_FEEDBACK` when the reply has no program).
+   message with the feedback (:func:`format_feedback` with the answers so far; :data:`NO_CODE_FEEDBACK` when the
+   reply has no program).
    Interpreter mode: a reply with a closed ```python-run block (:func:`find_tool_call`) is a tool call, not an
    answer; its output (:func:`tool_output`) comes back as a user message too, at most ``max_tool_calls`` per episode.
 3. **The answer graded is the last program of the episode** (:func:`final_program`): the program of the latest
@@ -54,8 +61,9 @@ from rlvr.judge.verdict import JudgeResult
 
 __all__ = [
     "DEFAULT_FEEDBACK",
+    "FIX_REQUEST",
     "NO_CODE_FEEDBACK",
-    "PROTOCOL_INSTRUCTIONS",
+    "PROTOCOL_RULES",
     "TOOL_INSTRUCTIONS",
     "TOOL_TAG",
     "EnvConfig",
@@ -69,6 +77,7 @@ __all__ = [
     "format_feedback",
     "initial_messages",
     "instructions",
+    "protocol_rules",
     "tool_output",
 ]
 
@@ -78,17 +87,17 @@ DEFAULT_FEEDBACK = (
     "Expected output:\n```\n{expected}\n```\n"
     "Your output:\n```\n{actual}\n```\n"
     "Error:\n```\n{error}\n```\n"
-    "Fix the code and reply with the complete corrected solution in a single ```python code block."
+    "{protocol}"
 )
 NO_CODE_FEEDBACK = "No ```python code block was found in your answer. Reply with the complete solution in a single " \
                    "```python code block."
-PROTOCOL_INSTRUCTIONS = (
-    "Your answer will be run on example tests. If it fails, you will get the test results in the next message and "
-    "may answer again with a corrected program: at most {turns} answers in all. The episode ends when your program "
-    "passes the example tests or after your last answer. Reply every time with the complete program in a single "
-    "```python code block; the last program you wrote is the one graded, on hidden tests."
+FIX_REQUEST = "Fix the code and reply with the complete corrected solution in a single ```python code block."
+PROTOCOL_RULES = (
+    "Fix the code and reply with the complete corrected program in a single ```python code block ({left} of {turns} "
+    "answers left). Every answer is run on the example tests and a failing one gets the results back; the episode "
+    "ends when your program passes them or after your last answer, and the last program you wrote is the one "
+    "graded, on hidden tests."
 )
-ONE_TURN_INSTRUCTIONS = "You have one answer; it is graded on hidden tests."
 TOOL_TAG = "python-run"
 TOOL_INSTRUCTIONS = (
     "You may run Python code before answering: write it in a ```" + TOOL_TAG + " code block and nothing else in that "
@@ -109,8 +118,9 @@ class EnvConfig(Section):
     (feedback plus the ``python-run`` tool). ``visible_tests``: N visible tests for problems without public tests.
     ``feedback_template``: ``str.format`` template with fields ``verdict``, ``passed``, ``total``, ``input``,
     ``expected``, ``actual``, ``error``, ``message``, ``prompt`` (the episode's first message again,
-    :func:`initial_messages`: the problem's prompt and the protocol's instructions; public, so it leaks nothing
-    hidden). ``field_chars``: cap per field
+    :func:`initial_messages`: the single-turn prompt; public, so it leaks nothing hidden), ``protocol`` (the
+    protocol's rules, :func:`protocol_rules`: answers left, when the episode ends, the program graded; a template
+    without it never states them). ``field_chars``: cap per field
     (characters; longer values keep head and tail). ``feedback_chars``: cap of the whole feedback message.
     ``max_tool_calls``: per episode (interpreter mode). ``tool_timeout_s``: wall seconds per tool run;
     ``tool_memory_mb``: MB; ``tool_output_chars``:
@@ -191,14 +201,17 @@ def find_tool_call(text: str) -> str | None:
     return None
 
 
-def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig, prompt: str | None = None) -> str:
+def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig, prompt: str | None = None,
+                    answers: int | None = None) -> str:
     """Feedback text for ``result``, the judge's run of a program on ``visible`` (the visible-test problem only):
     ``cfg.feedback_template`` filled with the verdict, pass counts and the first failing test's input, expected and
-    actual output and error (stderr tail, else the judge's message), each capped at ``cfg.field_chars``, and the
+    actual output and error (stderr tail, else the judge's message), each capped at ``cfg.field_chars``, the
     episode's first message (``{prompt}``: the ``prompt`` argument, default :func:`initial_messages` of
-    ``visible``; uncapped), the whole capped at ``cfg.feedback_chars`` characters. Pass ``prompt`` when ``visible``
-    was rebuilt from a ground truth (:func:`rlvr.data.schema.from_ground_truth` keeps no statement). Only
-    ``visible``, ``result``, ``cfg`` and ``prompt`` are read, so nothing hidden can leak."""
+    ``visible``; uncapped) and the protocol's rules (``{protocol}``: :func:`protocol_rules` of ``answers``, the
+    answers of the episode so far, this one included; ``None``, the tool variants: :data:`FIX_REQUEST` alone), the
+    whole capped at ``cfg.feedback_chars`` characters. Pass ``prompt`` when ``visible`` was rebuilt from a ground
+    truth (:func:`rlvr.data.schema.from_ground_truth` keeps no statement). Only ``visible``, ``result``, ``cfg``,
+    ``prompt`` and ``answers`` are read, so nothing hidden can leak."""
     first = next((t for t in result.tests if t.verdict != "accepted"), None)
     inp = exp = act = ""
     err = result.message
@@ -215,10 +228,25 @@ def format_feedback(visible: Problem, result: JudgeResult, cfg: EnvConfig, promp
         message=cap_middle(result.message, c),
         prompt=(prompt if prompt is not None else initial_messages(visible, cfg)[0]["content"])
         if "{prompt}" in cfg.feedback_template else "",
+        protocol=protocol_rules(cfg, answers),
     )
     return cap_middle(text, cfg.feedback_chars)
 
 
+def protocol_rules(cfg: EnvConfig, answers: int | None = None) -> str:
+    """The protocol's rules as the feedback states them (module doc, rule 1; the template's ``{protocol}``):
+    :data:`PROTOCOL_RULES` with the answers left (``cfg.turns - answers``, ``answers`` >= 1 being the episode's
+    answers so far) of ``cfg.turns``; :data:`FIX_REQUEST` alone when ``answers`` is ``None`` (the ``run_tests`` tool
+    variants, which count no answers).
+
+    >>> "(2 of 3 answers left)" in protocol_rules(EnvConfig(turns=3), 1)
+    True
+    >>> protocol_rules(EnvConfig(turns=3)) == FIX_REQUEST
+    True
+    """
+    if answers is None:
+        return FIX_REQUEST
+    return PROTOCOL_RULES.format(left=max(0, cfg.turns - answers), turns=cfg.turns)
 
 
 def accepted_feedback(total: int) -> str:
@@ -229,21 +257,23 @@ def accepted_feedback(total: int) -> str:
 
 
 def instructions(cfg: EnvConfig) -> str:
-    """The protocol's instructions appended to the first user message (module doc, rule 1): how feedback comes and
-    how the episode ends (:data:`PROTOCOL_INSTRUCTIONS` with ``cfg.turns``; :data:`ONE_TURN_INSTRUCTIONS` when
-    ``turns == 1``), plus :data:`TOOL_INSTRUCTIONS` in interpreter mode with ``max_tool_calls`` > 0."""
-    text = PROTOCOL_INSTRUCTIONS.format(turns=cfg.turns) if cfg.turns > 1 else ONE_TURN_INSTRUCTIONS
+    """What the first user message adds to the single-turn prompt (module doc, rule 1): :data:`TOOL_INSTRUCTIONS`
+    in interpreter mode with ``max_tool_calls`` > 0 (the tool must be known before the first reply), else ``""``:
+    the protocol's rules come with the feedback (:func:`protocol_rules`)."""
     if cfg.mode == "interpreter" and cfg.max_tool_calls > 0:
-        text += "\n\n" + TOOL_INSTRUCTIONS.format(n=cfg.max_tool_calls)
-    return text
+        return TOOL_INSTRUCTIONS.format(n=cfg.max_tool_calls)
+    return ""
 
 
 def initial_messages(problem: Problem, cfg: EnvConfig) -> list[dict[str, str]]:
-    """The episode's prompt, chat format: ``[{"role": "user", "content": build_prompt(problem) + "\\n\\n" +
-    instructions(cfg)}]`` (:func:`rlvr.data.prompts.build_messages`, :func:`instructions`). Public only: the
-    problem's statement and starter code, never a test."""
+    """The episode's prompt, chat format: :func:`rlvr.data.prompts.build_messages` of ``problem``, the prompt every
+    single-turn phase trains and evaluates on, unchanged in repair mode; in interpreter mode its user message is
+    followed by ``"\\n\\n" + instructions(cfg)`` (module doc, rule 1). Public only: the problem's statement and
+    starter code, never a test."""
     messages = build_messages(problem)
-    messages[0]["content"] += "\n\n" + instructions(cfg)
+    extra = instructions(cfg)
+    if extra:
+        messages[0]["content"] += "\n\n" + extra
     return messages
 
 
@@ -354,7 +384,8 @@ class Episode:
         elif self.visible.tests:
             vis = self.judge.judge(self.visible, code)
             self.judge_s += vis.judge_s
-            ok, msg = vis.accepted, (None if vis.accepted else format_feedback(self.visible, vis, cfg, self.prompt))
+            ok, msg = vis.accepted, (None if vis.accepted else
+                                     format_feedback(self.visible, vis, cfg, self.prompt, self.answers))
         else:
             ok, msg = True, None
         self.done = ok or self.answers >= cfg.turns

@@ -2,9 +2,10 @@
 config, the overrides, the rows (the ``run_tests``/``run_python`` tools of the tool variant:
 :mod:`rlvr.repair.verl_tool_variant`).
 
-The protocol (:mod:`rlvr.repair.protocol`, the one the evaluation runs): the first user message states how feedback
-comes and how the episode ends; every reply is an attempt judged on the *visible* tests; a failing one gets the
-feedback as the next **user** turn; the program graded is the episode's last program. verl 0.9.1 has no user-turn
+The protocol (:mod:`rlvr.repair.protocol`, the one the evaluation runs): the first user message is the single-turn
+prompt GRPO trains on; every reply is an attempt judged on the *visible* tests; a failing one gets the feedback (with
+the protocol's rules: answers left, how the episode ends) as the next **user** turn; the program graded is the
+episode's last program. verl 0.9.1 has no user-turn
 mechanism (its ``interaction`` hooks are gone; what is left is the ``tool_agent`` loop,
 ``verl/experimental/agent_loop/tool_agent_loop.py``, whose tool answers are ``tool`` turns), so our subclass
 :class:`FinalAnswerAgentLoop` (agent ``rlvr_tool_agent``, registered through

@@ -140,19 +140,22 @@ def test_training_and_evaluation_produce_the_same_transcript(name, tmp_path, mon
     assert sum(out.response_mask) < len(out.response_mask) or len(env.messages) == 2  # feedback is masked out
 
 
-def test_the_prompt_says_how_to_get_feedback_and_how_to_finish(tmp_path, monkeypatch):
-    """Training rows and the evaluation open with the same prompt, and it states the protocol: feedback after a
-    failing answer, the number of answers, when the episode ends and which program is graded."""
+def test_the_episode_says_how_to_get_feedback_and_how_to_finish(tmp_path, monkeypatch):
+    """Training rows and the evaluation open with the same prompt, the single-turn one (the task's own answer format,
+    no test), and the feedback states the protocol: answers left of the most allowed, when the episode ends and which
+    program is graded (``tests/repair/test_repair_first_turn.py``: why not the first message)."""
     cfg, problem = EnvConfig(turns=3), _problem()
-    env = _evaluate([GOOD], cfg, problem)
+    env = _evaluate([BAD, GOOD], cfg, problem)
     from rlvr.repair.verl_tool import repair_verl_rows
 
     row = repair_verl_rows([problem], cfg)[0]
     assert list(row["prompt"]) == env.messages[:1] == proto.initial_messages(problem, cfg)
     text = env.messages[0]["content"]
-    assert "at most 3 answers" in text and "last program you wrote is the one graded" in text
-    assert "run on example tests" in text and "Return only the code" in text  # the task's own answer format stays
+    assert "Return only the code" in text and "answers" not in text  # the task's own answer format, unchanged
     assert all(t.stdin.strip() not in text for t in problem.tests)  # no test in the prompt
+    feedback = env.messages[2]["content"]
+    assert "(2 of 3 answers left)" in feedback and "last program you wrote is the one graded" in feedback
+    assert "run on the example tests" in feedback and "a failing one gets the results back" in feedback
     assert "python-run" in proto.instructions(EnvConfig(mode="interpreter", max_tool_calls=2))
 
 
@@ -210,7 +213,7 @@ def test_a_scripted_rollout_builds_valid_turns_from_the_public_functions():
     judge = FakeJudge()
     ep = proto.Episode(visible, judge, cfg)
     first = ep.step(BAD)
-    assert first.message == proto.format_feedback(visible, judge.judge(visible, "print('bad')\n"), cfg)
+    assert first.message == proto.format_feedback(visible, judge.judge(visible, "print('bad')\n"), cfg, answers=1)
     assert ep.step("no code").message == proto.NO_CODE_FEEDBACK
     last = ep.step(GOOD)
     assert last.done and last.message is None and ep.final == "print('FIXED')\n" and ep.feedback_turns == 2
