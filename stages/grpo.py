@@ -7,6 +7,13 @@ same subset under both engines, :mod:`rlvr.train.overlap`; under verl written to
 ``data/train.parquet``, the manifests' parquet unchanged; counts in provenance, ``rl_share``) and ``grpo``, and
 ``baseline`` (the post-stage eval); the input model (default ``models/dpo/``); the governed problems (local) or the
 verl parquet ``data/manifests/verl/{train,val}.parquet``.
+
+The RL prompts pass the same floor under both engines: verl's parquet holds the ``manifests.verl_train`` problems
+that :func:`rlvr.data.manifests.rl_eligible` kept (``>= manifests.grpo_min_tests`` tests, no contamination flag),
+and the local engine applies that same function at stage time to ``train.train_sets`` (flags from
+``data/governance/contamination.jsonl``), failing at start with one line naming ``manifests.grpo_min_tests`` when it
+keeps none. The filter's counts (``problems``, ``kept``, ``too_few_tests``, ``contaminated``, ``min_tests``,
+``by_source``) go to provenance, ``rl_set`` (under verl: the manifests stage's, ``training_sets.json`` → ``grpo``).
 Writes ``models/grpo/seed-<n>/`` (atomically; with ``verl_overrides.txt`` under verl), ``metrics/grpo/seed-<n>.json``
 (``dev``: the trained policy's accepted@1 and pass_ratio on ``train.eval_sets`` under local, verl's validation of
 the val parquet after the last step under verl, none with ``verl.test_freq`` -1),
@@ -19,10 +26,14 @@ Run: ``python stages/grpo.py --seed 1`` from the repository root.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from rlvr.config import ConfigError
 from rlvr.config.profiles import require_scale_profile
+from rlvr.data.manifests import ManifestsParams, flagged_ids, rl_eligible
+from rlvr.data.schema import Problem
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.stage import Params, Result, option, stage
@@ -59,17 +70,50 @@ def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: 
     return {**metrics, "rl_share": subset}
 
 
+def _local_rl_set(params: Params, problems_dir: Path, gov_dir: Path) -> tuple[list[Problem], dict[str, Any]]:
+    """The local engine's RL prompts: ``train.train_sets`` through :func:`rlvr.data.manifests.rl_eligible` at
+    ``manifests.grpo_min_tests`` with ``<gov_dir>/contamination.jsonl``'s flags (the filter the manifests stage applies
+    to verl's parquet). Returns ``(eligible, counts)``. Raises :class:`rlvr.config.ConfigError` naming the key when no
+    problem is kept."""
+    common = params.section("train", TrainCommon)
+    floor = params.section("manifests", ManifestsParams).grpo_min_tests
+    eligible, counts = rl_eligible(load_problem_sets(problems_dir, common.train_sets), floor, flagged_ids(gov_dir))
+    if not eligible:
+        most = max((s["tests_per_problem_before"]["max"] or 0 for s in counts["by_source"].values()), default=0)
+        raise ConfigError(f"{params.path}: manifests.grpo_min_tests={floor}: none of the {counts['problems']} "
+                          f"train.train_sets problems {common.train_sets} is RL-eligible ({counts['too_few_tests']} "
+                          f"have fewer tests, at most {most}; {counts['contaminated']} flagged in "
+                          f"{gov_dir / 'contamination.jsonl'})")
+    return eligible, counts
+
+
+def _manifests_rl_set(training_sets: Path) -> dict[str, Any] | None:
+    """The manifests stage's counts of the RL prompts verl trains on (``training_sets.json`` → ``grpo``); ``None``
+    when the file is absent (verl then reports the missing parquet). Raises ``ValueError`` naming the file when it is
+    not JSON."""
+    if not training_sets.is_file():
+        return None
+    try:
+        return json.loads(training_sets.read_text(encoding="utf-8")).get("grpo")
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{training_sets}: not JSON: {exc.msg}") from exc
+
+
 @stage(option("--seed", type=int, required=True, help="run seed (overrides grpo.seed); one of params 'seeds'"),
        option("--problems-dir", default="data/governance/problems", path=True),
+       option("--gov-dir", path=True, help="governance folder, contamination.jsonl (default: problems-dir/..)"),
        option("--model", "model_dir", default="models/dpo", help="input (and reference) model"),
        option("--out-root", default="models/grpo", help="model goes to <out-root>/seed-<n>"),
        option("--metrics-root", default="metrics/grpo", help="seed-<n>.json and seed-<n>.tsv"),
        option("--eval-root", default="metrics", help="eval_grpo_seed<n>/ (a scores file per dataset) goes here"),
        option("--eval-dir", default="data/eval", help="eval samples/QA: <eval-dir>/grpo-seed<n>"),
        option("--verl-train", default="data/manifests/verl/train.parquet", help="verl engine"),
-       option("--verl-val", default="data/manifests/verl/val.parquet", help="verl engine"))
-def main(params: Params, seed: int, problems_dir: Path, model_dir: str, out_root: str, metrics_root: str,
-         eval_root: str, eval_dir: str, verl_train: str, verl_val: str) -> Result:
+       option("--verl-val", default="data/manifests/verl/val.parquet", help="verl engine"),
+       option("--training-sets", default="data/manifests/training_sets.json", path=True,
+              help="verl engine: the manifests' counts of its RL prompts (provenance rl_set)"))
+def main(params: Params, seed: int, problems_dir: Path, gov_dir: Path | None, model_dir: str, out_root: str,
+         metrics_root: str, eval_root: str, eval_dir: str, verl_train: str, verl_val: str, training_sets: Path
+         ) -> Result:
     """Train GRPO with the judge reward for one seed, then evaluate it like the baseline."""
     require_scale_profile(params.raw(), params.path)
     engine = load_engine(params.path)
@@ -77,14 +121,19 @@ def main(params: Params, seed: int, problems_dir: Path, model_dir: str, out_root
     cfg = params.section("grpo", GRPOParams).model_copy(update={"seed": seed})
     mode = load_reward_mode(params.path)
     out_model, curves = f"{out_root}/seed-{seed}", f"{metrics_root}/seed-{seed}.tsv"
+    train: list[Problem] = []
+    rl: dict[str, Any] = {}
+    if engine != "verl":  # before the judge starts: a floor (or share) that keeps nothing fails at once
+        eligible, rl["rl_set"] = _local_rl_set(params, problems_dir, gov_dir or problems_dir.parent)
+        train, rl["rl_share"] = apply_rl_share(eligible, common.rl_share)
     with open_judge(params.path, get_judge) as judge:
         if engine == "verl":
             metrics = _run_verl(params, cfg, seed, mode, model_dir, verl_train, verl_val, out_model, curves)
+            metrics = {**metrics, "rl_set": _manifests_rl_set(training_sets)}
         else:
-            train, subset = apply_rl_share(load_problem_sets(problems_dir, common.train_sets), common.rl_share)
             dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
             metrics = run_grpo(cfg, common, model_dir, train, dev, judge, out_model, curves, reward_mode=mode)
-            metrics = {**metrics, "rl_share": subset}
+            metrics = {**metrics, **rl}
         report = stage_eval(out_model, judge, params.path, problems_dir, f"{eval_dir}/grpo-seed{seed}")
     echo = (f"grpo seed {seed} ({engine}): reward {metrics.get('reward_first')} -> {metrics.get('reward_last')}, "
             f"dev {metrics.get('dev', {}).get('accepted@1')}")

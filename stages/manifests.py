@@ -32,7 +32,7 @@ def main(params: Params, in_dir: Path, gov_dir: Path | None, out_dir: Path) -> R
     gov_dir = gov_dir or in_dir.parent
     governed = man.load_governed(in_dir)
     refs = man.read_jsonl(gov_dir / "references.jsonl")
-    flagged = {r["id"] for r in man.read_jsonl(gov_dir / "contamination.jsonl") if r.get("flagged")}
+    flagged = man.flagged_ids(gov_dir)
     grpo, grpo_n = man.build_grpo(man.select(governed, cfg.verl_train), cfg.grpo_min_tests, flagged)
     sft, sft_n = man.build_sft(man.select(governed, cfg.sft_sets), refs, cfg.sft_max_per_problem)
     dpo, dpo_n = man.build_dpo(man.select(governed, cfg.dpo_sets), refs, cfg.dpo_max_pairs_per_problem)

@@ -55,8 +55,9 @@ SLICE: dict[str, Any] = {
         ],
         "references": {"max_solutions": 1, "max_incorrect": 1},
     },
+    # grpo_min_tests 3: the local GRPO applies the RL floor to train.train_sets, this slice's 3-test synthetic family
     "manifests": {"verl_train": ["mbpp/train"], "verl_val": ["mbpp_reg/dev"], "sft_sets": ["mbpp/train"],
-                  "dpo_sets": ["mbpp/train"]},
+                  "dpo_sets": ["mbpp/train"], "grpo_min_tests": 3},
     "judge_check": {"must_pass": ["humaneval"], "full_datasets": []},
     "model": {"vocab_size": 1024, "hidden_size": 32, "layers": 1, "heads": 2, "kv_heads": 1,
               "intermediate_size": 64, "max_position_embeddings": 512},

@@ -13,7 +13,9 @@ Training sets (issue "Training sets from manifests"), built without a judge from
 * **DPO seed pairs** (:func:`build_dpo`): an accepted reference vs a known-incorrect solution the judge rejected, of
   the same problem (``Problem.incorrect_solutions``: the Hub CodeContests has them, the bundled subset has none).
 * **GRPO prompts** (:func:`build_grpo`): problems with at least ``grpo_min_tests`` tests and no contamination flag
-  (flagged items were already removed by governance; ``contamination.jsonl`` is checked again, defensively).
+  (flagged items were already removed by governance; ``contamination.jsonl`` is checked again, defensively,
+  :func:`flagged_ids`). The filter itself is :func:`rl_eligible`, which the local (TRL) engine's GRPO stage applies to
+  ``train.train_sets`` at stage time, so both engines train on problems that passed the same floor.
 
 Only ``meta['role'] == 'train'`` problems may enter a training set (``ValueError`` otherwise): Dev/Test isolation is
 enforced here as well as in governance.
@@ -41,9 +43,11 @@ __all__ = [
     "build_grpo",
     "build_sft",
     "check_train_role",
+    "flagged_ids",
     "load_governed",
     "min_tests_filter",
     "read_jsonl",
+    "rl_eligible",
     "select",
     "write_manifests",
 ]
@@ -231,16 +235,41 @@ def min_tests_filter(problems: Sequence[Problem], min_tests: int,
                   "too_few_tests": len(problems) - len(kept), "by_source": by_source}
 
 
-def build_grpo(problems: Sequence[Problem], min_tests: int, flagged_ids: Iterable[str] = ()
-               ) -> tuple[list[Problem], dict[str, Any]]:
-    """GRPO prompts: ``problems`` with ``>= min_tests`` tests and not in ``flagged_ids`` (contamination flags).
+def flagged_ids(gov_dir: str | Path) -> set[str]:
+    """Ids of the problems ``<gov_dir>/contamination.jsonl`` flags (rows with ``"flagged": true``, written by the
+    governance stage's contamination check); empty when the file does not exist. Raises ``ValueError`` naming file
+    and line on bad JSON or a flagged row without a string ``id``."""
+    path = Path(gov_dir) / "contamination.jsonl"
+    out: set[str] = set()
+    for lineno, row in enumerate(read_jsonl(path), 1):
+        if row.get("flagged"):
+            if not isinstance(row.get("id"), str):
+                raise ValueError(f"{path}: row {lineno}: flagged row has no string 'id'")
+            out.add(row["id"])
+    return out
+
+
+def rl_eligible(problems: Sequence[Problem], min_tests: int, flagged: Iterable[str] = ()
+                ) -> tuple[list[Problem], dict[str, Any]]:
+    """The RL-eligible ``problems`` (in order): not in ``flagged`` (contamination flags, :func:`flagged_ids`) and with
+    ``>= min_tests`` tests (``manifests.grpo_min_tests``). The one filter of the RL prompts: :func:`build_grpo` (the
+    manifests' GRPO set and verl parquet) and the local engine's GRPO stage (on ``train.train_sets``) both call it.
 
     Returns ``(kept, counts)``; counts: ``problems``, ``kept``, ``too_few_tests``, ``contaminated``, ``min_tests``
-    and ``by_source`` (:func:`min_tests_filter`, over the problems not flagged)."""
-    check_train_role(problems, "grpo")
-    flagged = set(flagged_ids)
+    and ``by_source`` (:func:`min_tests_filter`, over the problems not flagged). Raises ``ValueError`` for
+    ``min_tests < 1``."""
+    flagged = set(flagged)
     clean = [p for p in problems if p.id not in flagged]
     kept, n = min_tests_filter(clean, min_tests)
     counts = {"problems": len(problems), "kept": len(kept), "too_few_tests": n["too_few_tests"],
               "contaminated": len(problems) - len(clean), "min_tests": min_tests, "by_source": n["by_source"]}
     return kept, counts
+
+
+def build_grpo(problems: Sequence[Problem], min_tests: int, flagged_ids: Iterable[str] = ()
+               ) -> tuple[list[Problem], dict[str, Any]]:
+    """GRPO prompts: the train-role ``problems`` that :func:`rl_eligible` keeps (``>= min_tests`` tests, not in
+    ``flagged_ids``). Returns its ``(kept, counts)``. Raises ``ValueError`` naming a problem whose role is not
+    ``train`` (:func:`check_train_role`) and for ``min_tests < 1``."""
+    check_train_role(problems, "grpo")
+    return rl_eligible(problems, min_tests, flagged_ids)

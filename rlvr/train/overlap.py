@@ -5,8 +5,9 @@
 prompt when :func:`in_rl_share` holds for its id (:func:`unit_hash` of ``"rl_share:<id>"`` below the share), so the
 subset is deterministic, independent of file order, the same for every seed, engine and machine, and nested (a
 larger share keeps a superset). Every RL consumer applies it at stage time, by id: the local (TRL) GRPO stage to
-``train.train_sets``, the verl GRPO stage to the manifests' parquet (:func:`filter_verl_parquet`, into the run's own
-folder: the manifests' hashed outputs are unchanged), the repair stage to its training rows, and SFT/DPO leave out
+the RL-eligible ``train.train_sets`` problems (:func:`rlvr.data.manifests.rl_eligible`), the verl GRPO stage to the
+manifests' parquet (:func:`filter_verl_parquet`, into the run's own folder: the manifests' hashed outputs are
+unchanged), the repair stage to its training rows, and SFT/DPO leave out
 only the RL prompts RL uses (:func:`apply_sft_rl_overlap`). ``1.0`` (params.yaml's default): every eligible prompt,
 as before the param existed. The hash is salted (``"rl_share:"``) so that the overlap below, which hashes the bare
 id, is independent of it: ``sft_rl_overlap`` x keeps a share x of the RL prompts RL uses, whatever ``rl_share`` is.

@@ -157,12 +157,15 @@ def test_verl_grpo_stage_trains_on_the_share(tmp_path, monkeypatch):
     write_problems(tmp_path / "problems" / "synthetic.jsonl", small_family())
     ps = _many(200)
     write_verl_parquet(ps, tmp_path / "manifests" / "train.parquet")
+    counts = {"problems": 210, "kept": 200, "too_few_tests": 10, "contaminated": 0, "min_tests": 5}
+    (tmp_path / "manifests" / "training_sets.json").write_text(json.dumps({"grpo": counts}))
     mod = _stage("grpo")
     monkeypatch.setattr(launch, "run_grpo_verl", functools.partial(launch.run_grpo_verl, runner=FakeRunner(STEPS)))
     monkeypatch.setattr(mod, "get_judge", lambda: FakeJudge())
     monkeypatch.setattr(mod, "stage_eval", lambda *a: {"synthetic": {}})
     res = CliRunner().invoke(mod.main, ["--seed", "1", "--problems-dir", "problems", "--model", "Qwen/X",
-                                        "--verl-train", "manifests/train.parquet"])
+                                        "--verl-train", "manifests/train.parquet",
+                                        "--training-sets", "manifests/training_sets.json"])
     assert res.exit_code == 0, res.output
     ov = (tmp_path / "models/grpo/seed-1/verl_overrides.txt").read_text()
     assert "data.train_files=<run>/data/train.parquet" in ov  # the run folder's copy, not the manifests' file
@@ -171,6 +174,7 @@ def test_verl_grpo_stage_trains_on_the_share(tmp_path, monkeypatch):
     assert ids == _ids(apply_rl_share(ps, 0.5)[0])
     m = read_metrics(tmp_path / "metrics/grpo/seed-1.json")
     assert m["rl_share"] == {"rl_share": 0.5, "rl_prompts_eligible": 200, "rl_prompts": len(ids)}
+    assert m["rl_set"] == counts  # the manifests' floor counts, as the local engine records its own
 
 
 def _local_params(tmp_path, share: float) -> Path:
@@ -178,7 +182,7 @@ def _local_params(tmp_path, share: float) -> Path:
     write_problems(tmp_path / "problems" / "synthetic.jsonl", small_family())
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump({
-        "engine": "local", "reward": "sparse", "seeds": [1],
+        "engine": "local", "reward": "sparse", "seeds": [1], "manifests": {"grpo_min_tests": 3},  # the family: 3 tests
         "train": {"train_sets": ["synthetic/train"], "eval_sets": ["synthetic/dev"], "rl_share": share},
         "grpo": {}, "baseline": {}, "repair": {"datasets": [{"name": "synthetic"}], "train": {"max_steps": 1}}}))
     return path
