@@ -113,7 +113,9 @@ def max_reference_chars(raw: dict[str, Any], kind: str) -> int:
 
 def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_dir: str | Path) -> list[Any]:
     """The first ``limit`` problems (by id) of the run's training sets with a reference of at most
-    :func:`max_reference_chars` and ``min_tests`` tests, among those the run trains on at its ``train.rl_share``
+    :func:`max_reference_chars` that pass the stages' RL filter (:func:`rlvr.data.manifests.rl_eligible`: ``min_tests``
+    tests, no contamination flag in the governance folder above ``problems_dir``), among those the run trains on at
+    its ``train.rl_share``
     (:func:`rlvr.train.overlap.in_rl_share`: a problem outside the share is never drawn, so a script for it would be
     dead weight)."""
     from rlvr.config import load_params
@@ -127,9 +129,12 @@ def _problems(params_path: str, kind: str, limit: int, min_tests: int, problems_
     from rlvr.train.local.common import load_problem_sets
 
     cap = max_reference_chars(raw, kind)
-    ps = [p for p in load_problem_sets(problems_dir, sets)
-          if p.solutions and len(p.tests) >= min_tests and len(p.solutions[0]) <= cap
-          and in_rl_share(p.id, float(raw["train"].get("rl_share", 1.0)))]
+    from rlvr.data.manifests import flagged_ids, rl_eligible
+
+    # the RL floor and contamination flags of the stages themselves (rlvr.data.manifests.rl_eligible), then the share
+    eligible, _ = rl_eligible(load_problem_sets(problems_dir, sets), min_tests, flagged_ids(Path(problems_dir).parent))
+    ps = [p for p in eligible
+          if p.solutions and len(p.solutions[0]) <= cap and in_rl_share(p.id, float(raw["train"].get("rl_share", 1.0)))]
     ps.sort(key=lambda p: p.id)
     # spread over the sources (the list is sorted by id, so one source would fill it)
     by_src: dict[str, list[Any]] = defaultdict(list)
