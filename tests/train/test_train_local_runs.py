@@ -12,7 +12,7 @@ import torch
 from train_fixtures import FakeJudge, build_model, small_family
 
 from rlvr.layout import read_curves, write_metrics
-from rlvr.train.local.common import TrainCommon, resume_checkpoint, run_dir
+from rlvr.train.local.common import TrainCommon, resume_checkpoint
 
 pytestmark = pytest.mark.slow
 
@@ -97,7 +97,10 @@ def test_sft_trains_publishes_and_resumes(base, tmp_path, caplog):
     assert e2["resumed_from_step"] == e1["steps"] > 0
     assert e1["train_loss"] > 0 and e2["train_loss"] == e1["train_loss"]
     # interruption after step 1: drop the last checkpoint and the published model, run again → resumes at 1
-    rdir = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, base, problems=_split("train"))
+    # the run's folder: its key also hashes the SFT rows as rendered (run_dir's rows), so find it by its key's params
+    want = json.loads(json.dumps({"sft": cfg.model_dump(), "train": common.model_dump()}, sort_keys=True, default=str))
+    (rdir,) = [k.parent for k in (tmp_path / "cache" / "train" / "sft").glob("*/resume_key.json")
+               if json.loads(k.read_text())["params"] == want]
     shutil.rmtree(rdir / "checkpoint-2")
     shutil.rmtree(out)
     assert resume_checkpoint(rdir).endswith("checkpoint-1")

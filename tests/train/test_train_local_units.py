@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ from rlvr.train.local.common import (
 )
 from rlvr.train.local.dpo import dataset_pairs, mine_pairs
 from rlvr.train.local.grpo import GRPO_CURVES, GRPOParams, TimedReward
+from rlvr.train.local.runs import rows_sha256
 from rlvr.train.local.sft import build_sft_set
 
 
@@ -164,6 +166,19 @@ def test_run_dir_keys_on_the_training_problems(tmp_path, monkeypatch):
     assert a != run_dir("sft", {"lr": 1}, "hub/model", problems=ps[1:])
     changed = [ps[0].model_copy(update={"statement": "other"}), *ps[1:]]
     assert a != run_dir("sft", {"lr": 1}, "hub/model", problems=changed)
+
+
+def test_run_dir_keys_on_the_rows_as_rendered(tmp_path, monkeypatch):
+    # same params, model and problems, another prompt text (a repair-protocol change, 2026-11-29): a fresh run; the
+    # key's inputs record the rows' hash
+    monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
+    rows = [{"prompt": [{"role": "user", "content": "Write a program."}]}]
+    a = run_dir("repair", {"lr": 1}, "hub/model", rows=rows)
+    assert a == run_dir("repair", {"lr": 1}, "hub/model", rows=[dict(r) for r in rows])
+    assert a != run_dir("repair", {"lr": 1}, "hub/model", rows=[{"prompt": [{"role": "user", "content": "Write a "
+                                                                             "program. Rules: ..."}]}])
+    assert a != run_dir("repair", {"lr": 1}, "hub/model")  # no rows given: the key as before
+    assert json.loads((a / "resume_key.json").read_text())["rows"] == rows_sha256(rows)
 
 
 def test_resume_checkpoint_finds_last(tmp_path):

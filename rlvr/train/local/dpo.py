@@ -271,8 +271,9 @@ def run_dpo(
 
     Raises ``ValueError`` when no pair could be mined or taken from the dataset."""
     set_seed(cfg.seed, common.cpu_threads)
+    # the prompts as rendered (the pairs are mined after the key is known, into its folder)
     out = run_dir("dpo", {"dpo": cfg.model_dump(), "train": common.model_dump()}, model_dir,
-                  problems=train_problems)
+                  problems=train_problems, rows=[{"prompt": build_messages(p)} for p in train_problems])
     pairs_file = out / "pairs.jsonl"
     stats_file = out / "pairs.stats.json"
     t0 = time.perf_counter()

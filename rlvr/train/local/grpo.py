@@ -178,9 +178,10 @@ def run_grpo(
 
         reward_funcs = make_reward_funcs(reward_mode, judge=judge)  # type: ignore[arg-type]
     funcs = [TimedReward(f) for f in reward_funcs]
-    ds = Dataset.from_list([{k: v for k, v in r.items() if k != "id"} for r in grpo_rows(train_problems)])
+    rows = [{k: v for k, v in r.items() if k != "id"} for r in grpo_rows(train_problems)]
+    ds = Dataset.from_list(rows)
     out = run_dir("grpo", {"grpo": cfg.model_dump(), "train": common.model_dump(), "reward": reward_mode}, model_dir,
-                  seed=cfg.seed, problems=train_problems)
+                  seed=cfg.seed, problems=train_problems, rows=rows)
     report_to = setup_tracking("grpo", common.report_to, seed=cfg.seed)
     args = grpo_config(cfg, common, out, report_to)
     curves = TsvCurves(curves_path, GRPO_CURVES, mirror=Path(out) / "curves.tsv")

@@ -323,12 +323,13 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
         _copy_model(model_dir, out_model_dir)
         TsvCurves(curves_path, REPAIR_CURVES).write()
         return {**metrics, "skipped": True, "steps": 0}
-    ds = Dataset.from_list(repair_rows(contexts))
+    rows = repair_rows(contexts)
+    ds = Dataset.from_list(rows)
     funcs: list[Any] = [TimedReward(f) for f in make_reward_funcs("sparse", judge=judge)]
     if env_cfg.turn_penalty > 0:
         funcs.append(turn_penalty_reward(env_cfg.turn_penalty))
     out = run_dir("repair", {"train": cfg.model_dump(), "common": common.model_dump(),
-                             "env": env_cfg.model_dump(mode="json")}, model_dir, problems=train_problems)
+                             "env": env_cfg.model_dump(mode="json")}, model_dir, problems=train_problems, rows=rows)
     report_to = setup_tracking("repair", common.report_to)
     args = grpo_config(cfg, common, out, report_to)
     policy = str(model_dir)

@@ -18,8 +18,8 @@ from typing import Any
 from rlvr.config import RuntimeSettings
 from rlvr.data.schema import Problem
 
-__all__ = ["DVC_TEMP_PARTS", "cache_root", "checkpoint_step", "dvc_temp_root", "resume_checkpoint", "run_dir",
-           "setup_tracking"]
+__all__ = ["DVC_TEMP_PARTS", "cache_root", "checkpoint_step", "dvc_temp_root", "resume_checkpoint", "rows_sha256",
+           "run_dir", "setup_tracking"]
 
 
 def _model_identity(model_dir: str | Path) -> str:
@@ -84,8 +84,15 @@ def _digest(problems: Sequence[Problem], data_files: Sequence[str | Path]) -> di
     return out
 
 
+def rows_sha256(rows: Sequence[Mapping[str, Any]]) -> str:
+    """sha256 (hex) of the JSON of ``rows`` (sorted keys; non-JSON values by ``str``): what a trainer is fed, as
+    rendered (prompts, feedback turns, completions), so a change of prompt text is a change of data."""
+    return hashlib.sha256(json.dumps(list(rows), sort_keys=True, default=str).encode()).hexdigest()
+
+
 def run_dir(stage: str, params: Mapping[str, Any], model_dir: str | Path, seed: int | None = None,
-            problems: Sequence[Problem] = (), data_files: Sequence[str | Path] = ()) -> Path:
+            problems: Sequence[Problem] = (), data_files: Sequence[str | Path] = (),
+            rows: Sequence[Mapping[str, Any]] | None = None) -> Path:
     """Intermediate-checkpoint folder of a run: ``<cache>/train/<stage>[/seed-<seed>]/<key>``, ``<cache>`` =
     :func:`cache_root` (absolute). Writes the key's inputs beside the checkpoints, ``<folder>/resume_key.json``
     (``params``, ``model``, ``problems`` as a sha256 of their list, ``files``, ``key``), so a user can see why a run
@@ -93,13 +100,18 @@ def run_dir(stage: str, params: Mapping[str, Any], model_dir: str | Path, seed: 
 
     ``key`` = first 16 hex chars of sha256 over the JSON of ``params`` (sorted keys), the input model's content
     hash, the training problems (sorted ``(id, Problem.content_sha256())`` pairs) and, when given, the sha256 of each
-    of ``data_files`` (a verl parquet), so an identical re-run finds its checkpoints and any changed hyperparameter,
-    input model or training set starts afresh. Raises :class:`rlvr.config.ConfigError` from :func:`cache_root`."""
+    of ``data_files`` (a verl parquet) and :func:`rows_sha256` of ``rows`` (the rows the trainer is fed, as rendered),
+    so an identical re-run finds its checkpoints and any changed hyperparameter, input model, training set or prompt
+    text starts afresh (the 2026-11-29 repro: a repair-protocol prompt change left the key as it was, and the stage
+    published the run trained under the old prompt). Raises :class:`rlvr.config.ConfigError` from
+    :func:`cache_root`."""
     data = _digest(problems, data_files)
     model = _model_identity(model_dir)
     body: dict[str, Any] = {"params": params, "model": model, "problems": data["problems"]}
     if "files" in data:
         body["files"] = data["files"]
+    if rows is not None:
+        body["rows"] = rows_sha256(rows)
     blob = json.dumps(body, sort_keys=True, default=str)
     key = hashlib.sha256(blob.encode()).hexdigest()[:16]
     base = cache_root() / "train" / stage

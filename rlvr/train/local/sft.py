@@ -102,9 +102,10 @@ def run_sft(
     pairs, stats = build_sft_set(train_problems, judge, cfg.solutions_per_problem)
     if not pairs:
         raise ValueError(f"sft: the judge accepted none of {stats['candidates']} reference solutions")
-    ds = Dataset.from_list([{k: v for k, v in r.items() if k != "id"} for r in sft_rows(pairs)])
+    rows = [{k: v for k, v in r.items() if k != "id"} for r in sft_rows(pairs)]
+    ds = Dataset.from_list(rows)
     out = run_dir("sft", {"sft": cfg.model_dump(), "train": common.model_dump()}, model_dir,
-                  problems=train_problems)
+                  problems=train_problems, rows=rows)
     report_to = setup_tracking("sft", common.report_to)
     args = SFTConfig(
         **trainer_kwargs(cfg, common, out, report_to),
