@@ -86,6 +86,7 @@ class RemoteJudge(RetryingHTTP):
         )
         self.max_timeouts = max_timeouts
         self._native = native
+        self._native_lock = threading.Lock()  # one /rlvr/info probe, however many threads ask first
         self._pool: ThreadPoolExecutor | None = None
 
     # ---------------------------------------------------------------------------------------------------- plumbing
@@ -112,10 +113,13 @@ class RemoteJudge(RetryingHTTP):
     def is_native(self) -> bool:
         """Whether the server offers rlvr's ``/rlvr/*`` endpoints (detected once with ``GET /rlvr/info``).
 
+        Thread-safe: concurrent first callers wait for one probe (it is one request in :meth:`request_counts`).
         Raises :class:`RemoteUnavailable` when the server cannot be reached."""
         if self._native is None:
-            resp = self.call("GET", "/rlvr/info", 30.0)
-            self._native = resp.status_code == 200
+            with self._native_lock:
+                if self._native is None:
+                    resp = self.call("GET", "/rlvr/info", 30.0)
+                    self._native = resp.status_code == 200
         return self._native
 
     @staticmethod

@@ -164,3 +164,28 @@ def test_embedded_reference_failures_count_as_requests():
     assert g.request_counts() == (1, 1)
     with pytest.raises(SandboxErrorShareExceeded, match="first error: worker died"):
         g.check_sandbox_errors()
+
+
+def test_concurrent_first_requests_probe_the_server_once():
+    """The CI failure of the twenty-fourth session: two pool threads both saw the server kind unknown and both sent
+    ``GET /rlvr/info``, so ``request_counts`` read 4 requests where 3 were made by the caller."""
+    probes: list[str] = []
+    entered = threading.Barrier(4, timeout=5)
+
+    def slow_info(request: httpx.Request) -> httpx.Response:
+        probes.append(request.url.path)
+        threading.Event().wait(0.3)  # every thread reaches is_native while the first probe is in flight
+        return httpx.Response(200, json={"name": "rlvr"})
+
+    judge = RemoteJudge("http://judge.test:8080", transport=httpx.MockTransport(slow_info), concurrency=4)
+
+    def ask() -> bool:
+        entered.wait()
+        return judge.is_native()
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert probes == ["/rlvr/info"] and judge.request_counts() == (1, 0)

@@ -16,9 +16,10 @@ import struct
 import time
 from typing import Any
 
+from rlvr.judge.sandbox.inside.wire import FRAME_CAP  # one cap for both ends of the channel
+
 __all__ = ["FRAME_CAP", "Session", "SessionTimeout"]
 
-FRAME_CAP = 64 << 20  # bytes of one response frame; a longer claimed length ends the session
 
 
 def _frame_int(text: str) -> int:

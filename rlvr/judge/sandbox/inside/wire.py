@@ -18,7 +18,7 @@ import json
 import os
 import struct
 
-FRAME_CAP = 64 << 20
+FRAME_CAP = 64 << 20  # bytes of one frame, either way; a longer claimed length ends the session (host: session.py)
 VALUE_CAP = 16 << 20
 MAX_DEPTH = 100
 
