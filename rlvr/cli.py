@@ -143,5 +143,65 @@ def time_limits(specs: tuple[str, ...], params_path: Path, out: Path, repeats: i
                    f"floor, {len(e['not_timed'])} not timed -> {out}")
 
 
+# ------------------------------------------------------------------------------------------------- recorded-margin
+@main.command("recorded-margin")
+@click.option("--id", "problem_id", required=True, help="problem id, e.g. codecontests/1503_e_2coloring_8359")
+@click.option("--problems-dir", default="data/governance/problems", show_default=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--args", "args", default=None, help="one call test's args text (an oracle input); default: every test")
+@click.option("--solution", default=0, show_default=True, type=click.IntRange(min=0), help="reference index")
+@click.option("--base-limit-s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="the limit the margin multiplies, seconds (default: the test's own limit, else the problem's; an "
+                   "amplified input's oracle: governance.amplify.oracle_time_limit_s)")
+@click.option("--decision", required=True, type=click.Choice(["accept", "reject"]))
+@click.option("--repeats", default=3, show_default=True, type=click.IntRange(min=1))
+@click.option("--file", "path", default="data/recorded_margins.json", show_default=True,
+              type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--note", default="", help="where and under what load it was measured")
+def recorded_margin(problem_id: str, problems_dir: Path, args: str | None, solution: int, base_limit_s: float | None,
+                    decision: str, repeats: int, path: Path, note: str) -> None:
+    """Measure a trusted program near its settle limit and record its margin (rlvr.judge.recorded), then commit the
+    file: governance and judge_check re-run. Repeat it under the loads the project supports (the range widens)."""
+    import json
+
+    from rlvr.data.schema import read_problems
+    from rlvr.io import atomic_write_text
+    from rlvr.judge.core import Judge
+    from rlvr.judge.recorded import RecordedMargins, propose
+    from rlvr.judge.settle import measure_cpu
+
+    problem = next((p for f in sorted(problems_dir.glob("*.jsonl")) for p in read_problems(f) if p.id == problem_id),
+                   None)
+    if problem is None:
+        raise click.ClickException(f"{problems_dir}: no problem {problem_id}")
+    if solution >= len(problem.solutions):
+        raise click.ClickException(f"{problem_id}: --solution {solution}: it has {len(problem.solutions)} reference(s)")
+    program = problem.solutions[solution]
+    own = [t.time_limit_s for t in problem.tests if args is not None and getattr(t, "args", None) == args]
+    base = base_limit_s or (own[0] if own and own[0] else problem.time_limit_s)
+    table = RecordedMargins.read(path)
+    with Judge(workers=1) as judge:
+        try:
+            measured = measure_cpu(judge, problem, program, args=args, repeats=repeats)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from None
+    earlier = [e for e in table.entries if (e.problem, e.program_sha256, e.args) ==
+               (problem_id, propose(problem_id, program, base, measured, "accept", args).program_sha256, args)]
+    measured += [x for e in earlier for x in e.measured_cpu_s]  # a re-measurement widens the recorded range
+    try:
+        entry = propose(problem_id, program, base, measured, decision, args, note)  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    rows = [e for e in table.entries if e not in earlier] + [entry]
+    data = {"rule": RULE_TEXT, "entries": [e.model_dump(mode="json") for e in rows]}
+    atomic_write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    click.echo(f"{problem_id}: CPU {min(measured):g}-{max(measured):g} s, {decision} at margin {entry.margin:g} x "
+               f"{base:g} s -> {path}")
+
+
+RULE_TEXT = ("the settle run of a listed trusted program uses the listed margin x base_limit_s of CPU instead of "
+             "the default (rlvr.judge.recorded); margin kept >= 1.5x away from every measured CPU time")
+
+
 if __name__ == "__main__":
     main()

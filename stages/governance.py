@@ -8,7 +8,8 @@ under ``data/governance/``: ``problems/<dataset>.jsonl`` (one Problem per line),
 solutions), ``removed.jsonl`` (every removed problem: id, step, reason, duplicate/eval item, file),
 ``params.resolved.json``; and ``metrics/governance.json``. EvalPlus per-test time limits are read from the committed
 ``data/evalplus_time_limits.json`` (``--time-limits``; re-measured only on request with ``rlvr time-limits``,
-:mod:`rlvr.data.evalplus_limits`), never measured here.
+:mod:`rlvr.data.evalplus_limits`), never measured here; the settle margins of trusted programs whose CPU need straddles
+a limit from the committed ``data/recorded_margins.json`` (``--recorded-margins``, :mod:`rlvr.judge.recorded`).
 
 Run: ``python stages/governance.py`` from the repository root.
 """
@@ -26,6 +27,8 @@ from rlvr.data.schema import write_problems
 from rlvr.io import atomic_dir, atomic_write_jsonl, atomic_write_text
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
+from rlvr.judge.recorded import DEFAULT_FILE as RECORDED_FILE
+from rlvr.judge.recorded import RecordedMargins
 from rlvr.stage import Params, Result, option, stage
 
 
@@ -33,8 +36,11 @@ from rlvr.stage import Params, Result, option, stage
        option("--metrics", "metrics_path", default="metrics/governance.json", path=True),
        option("--raw-dir", path=True, help="bundled data folder (default data/raw)"),
        option("--time-limits", "limits_path", default=DEFAULT_FILE, path=True,
-              help="committed EvalPlus per-test time limits (`rlvr time-limits` re-measures them)"))
-def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None, limits_path: Path) -> Result:
+              help="committed EvalPlus per-test time limits (`rlvr time-limits` re-measures them)"),
+       option("--recorded-margins", "recorded_path", default=RECORDED_FILE, path=True,
+              help="committed settle margins of trusted programs near a limit (rlvr.judge.recorded)"))
+def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None, limits_path: Path,
+         recorded_path: Path) -> Result:
     """Normalise, audit and verify the benchmark problems."""
     cfg = params.section("governance", gov.GovernanceParams)
     by_slug = gov.load_configured(cfg, raw_dir)
@@ -43,9 +49,10 @@ def main(params: Params, out_dir: Path, metrics_path: Path, raw_dir: Path | None
     needs_judge = cfg.compute_expected or cfg.references.verify or cfg.amplify.enabled
     # a missing file is an empty table: an EvalPlus dataset then fails with the command that measures it
     limits = read_table(limits_path) if limits_path.is_file() else {"datasets": {}, "source_path": str(limits_path)}
+    recorded = RecordedMargins.read(recorded_path)  # a missing file: no program is recorded
     with open_judge(params.path, get_judge) if needs_judge else contextlib.nullcontext() as judge:
         kept, report = gov.run_governance(problems, cfg, judge=judge, origin_of=gov.origins(cfg, by_slug),
-                                          time_limits=limits)
+                                          time_limits=limits, recorded=recorded)
     kept_by_slug: dict[str, list] = {slug: [] for slug in by_slug}
     for p in kept:
         kept_by_slug[slug_of[p.id]].append(p)

@@ -229,11 +229,13 @@ def _expected_cap(p: Problem, cfg: AmplifyParams) -> int:
     return max(cfg.max_expected_chars, 4 * longest)
 
 
-def amplify_problems(problems: Sequence[Problem], cfg: AmplifyParams, judge: Any, workers: int = 2
-                     ) -> tuple[list[Problem], dict[str, Any]]:
+def amplify_problems(problems: Sequence[Problem], cfg: AmplifyParams, judge: Any, workers: int = 2,
+                     recorded: Any = None) -> tuple[list[Problem], dict[str, Any]]:
     """Amplify the weak suites of ``problems`` (module docstring); others are returned unchanged, in order.
 
-    ``judge``: needs ``call_outputs`` (:func:`rlvr.data.oracles.fill_expected`); ``workers``: concurrent problems.
+    ``judge``: needs ``call_outputs`` (:func:`rlvr.data.oracles.fill_expected`); ``workers``: concurrent problems;
+    ``recorded``: the committed margins of references near the oracle's cap on an input
+    (:class:`rlvr.judge.recorded.RecordedMargins`, passed to ``fill_expected``).
     Returns ``(problems, report)``; ``report = {"params", "problems_eligible", "problems_no_call_tests",
     "problems_amplified", "tests_added", "inputs_discarded", "discarded_by_reason": {oracle, output_type,
     output_size} (:func:`_keep`), "oracle_failures": [{id, reason}] (problems whose oracle run failed as a whole:
@@ -253,8 +255,8 @@ def amplify_problems(problems: Sequence[Problem], cfg: AmplifyParams, judge: Any
         new, metas[p.id] = got
         if new:
             pending[p.id] = p.model_copy(update={"tests": [*p.tests, *new]})
-    filled, fill_rep = fill_expected(list(pending.values()), judge, workers=workers, measure_limits=False) \
-        if pending else ([], {"dropped": []})
+    filled, fill_rep = fill_expected(list(pending.values()), judge, workers=workers, measure_limits=False,
+                                     recorded=recorded) if pending else ([], {"dropped": []})
     by_id = {p.id: p for p in filled}
     out: list[Problem] = []
     why: Counter[str] = Counter()

@@ -45,6 +45,7 @@ from rlvr.data.oracles import EVALPLUS_FLOAT_ATOL, canonical_set_literal, fill_e
 from rlvr.data.references import ReferenceParams, verify_references
 from rlvr.data.schema import CallTest, Problem
 from rlvr.data.validate import _printable, validate_problems
+from rlvr.judge.recorded import RecordedMargins
 
 __all__ = [
     "AUDITS",
@@ -124,6 +125,16 @@ class GovernanceParams(Section):
         if self.evalplus_release is not None and self.evalplus_release not in COMPAT:
             raise ValueError(f"governance.evalplus_release={self.evalplus_release!r}: known releases "
                              f"{sorted(COMPAT)} (or null for the corrected semantics)")
+        return self
+
+    @model_validator(mode="after")
+    def _amplified_outputs_verified(self) -> GovernanceParams:
+        # an added test's expected output is the first reference's: only reference verification (of role train, the
+        # role amplified) can revert a suite whose reference is wrong (rlvr.data.amplify.revert_unverified)
+        if self.amplify.enabled and not (self.references.verify and "train" in self.references.roles):
+            raise ValueError("governance.amplify.enabled needs governance.references.verify: true with 'train' in "
+                             "governance.references.roles: the added tests' expected outputs come from the reference, "
+                             "which only verification can reject")
         return self
 
     @model_validator(mode="after")
@@ -316,6 +327,7 @@ def run_governance(
     audits: dict[str, Audit] | None = None,
     origin_of: Mapping[str, str] | None = None,
     time_limits: Mapping[str, Any] | None = None,
+    recorded: RecordedMargins | None = None,
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Audit then verify ``problems`` (all datasets together, so cross-source collisions are seen).
 
@@ -331,7 +343,9 @@ def run_governance(
     (:func:`rlvr.data.amplify.amplify_problems`, report key ``amplify``) before the references are verified (so they
     are verified on the amplified suites); a problem whose first reference (the one that computed the added outputs)
     is then rejected gets its original suite back (:func:`rlvr.data.amplify.revert_unverified`), and the near-miss
-    audit runs last (:func:`rlvr.data.mutants.near_miss_report`, under ``amplify.near_miss``).
+    audit runs last (:func:`rlvr.data.mutants.near_miss_report`, under ``amplify.near_miss``). ``recorded``: the
+    committed settle margins (:mod:`rlvr.judge.recorded`, ``data/recorded_margins.json``) of trusted programs near a
+    limit, used by oracle filling, amplification and reference verification.
 
     Returns ``(kept, report)`` with ``report = {"counts_before", "counts_after" ("<source>/<split>" → n),
     "audits": {name: report}, "expected": fill report or None, "references": verification report or None,
@@ -348,7 +362,7 @@ def run_governance(
         if judge is None:
             raise ValueError("run_governance: compute_expected needs a judge")
         kept, report["expected"] = fill_expected(kept, judge, workers=cfg.expected_workers,
-                                                 measure_limits=time_limits is None)
+                                                 measure_limits=time_limits is None, recorded=recorded)
     if time_limits is not None:
         kept, report["time_limits"] = apply_time_limits(kept, time_limits)
     if cfg.amplify.enabled:
@@ -356,11 +370,12 @@ def run_governance(
             raise ValueError("run_governance: amplify.enabled needs a judge")
         from rlvr.data.mutants import near_miss_report
 
-        kept, report["amplify"] = amplify_problems(kept, cfg.amplify, judge, workers=cfg.expected_workers)
+        kept, report["amplify"] = amplify_problems(kept, cfg.amplify, judge, workers=cfg.expected_workers,
+                                                   recorded=recorded)
     if cfg.references.verify and any(p.meta.get("role", "test") in cfg.references.roles for p in kept):
         if judge is None:
             raise ValueError("run_governance: references.verify needs a judge")
-        report["reference_rows"], report["references"] = verify_references(kept, judge, cfg.references)
+        report["reference_rows"], report["references"] = verify_references(kept, judge, cfg.references, recorded)
     if cfg.amplify.enabled:
         rejected = {r["id"] for r in report["reference_rows"]
                     if r["kind"] == "solution" and r["index"] == 0 and not r["accepted"]}

@@ -39,6 +39,7 @@ from rlvr.data.evalplus_oracles import (
     repr_may_be_floats,
 )
 from rlvr.data.schema import CallTest, Problem
+from rlvr.judge.recorded import RecordedMargins
 from rlvr.judge.settle import cpu_judged
 from rlvr.progress import progress
 
@@ -90,7 +91,8 @@ def canonical_set_literal(value: str) -> str:
 
 
 def fill_expected(
-    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2, measure_limits: bool = True
+    problems: Sequence[Problem], judge: _CallOutputs, workers: int = 2, measure_limits: bool = True,
+    recorded: RecordedMargins | None = None,
 ) -> tuple[list[Problem], dict[str, Any]]:
     """Fill every ``CallTest.expected is None`` by running the first reference solution through ``judge``.
 
@@ -104,6 +106,8 @@ def fill_expected(
     exactly when the reference returns a plain value within ``FILL_RETRY_FACTOR`` × its limit of CPU (HumanEval+:
     60 s), on an idle machine or under any load the settle rule supports (a load average up to ``MAX_SLOWDOWN`` ×
     the cores); a reference that cannot finish (CPU-bound past that) loses the test the same way idle or busy.
+    ``recorded``: the committed margins (:mod:`rlvr.judge.recorded`) of references whose CPU need on an input
+    straddles that cap; a listed reference's second run uses its recorded margin (whole program or per input).
 
     A :data:`~rlvr.data.evalplus_oracles.SUM_SENSITIVE` problem's reference is also run under each rule of
     :data:`~rlvr.data.evalplus_oracles.SUM_RULES` (its source prepended: a module-level ``sum``), with the same retry;
@@ -114,11 +118,13 @@ def fill_expected(
     reasons: ``no_solution``, ``judge_error: …``, ``no_tests_left``. Problems without pending call tests pass through
     untouched."""
     pending = [p for p in problems if any(isinstance(t, CallTest) and t.expected is None for t in p.tests)]
+    table = recorded or RecordedMargins()
 
     def outputs(p: Problem, solution: str) -> list[str | None]:
         outs = judge.call_outputs(p, solution)
         if any(o is None for o in outs):  # once more, CPU-judged at FILL_RETRY_FACTOR x the limit: that is final
-            outs = judge.call_outputs(cpu_judged(p, FILL_RETRY_FACTOR), solution)
+            margin = table.margin(p.id, solution, FILL_RETRY_FACTOR)
+            outs = judge.call_outputs(cpu_judged(p, margin, test_margins=table.test_margins(p.id, solution)), solution)
         return outs
 
     def work(p: Problem) -> tuple[list[list[str | None]] | None, str | None]:

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
+from rlvr.judge.recorded import RecordedMargins
 from rlvr.judge.settle import judge_settled
 from rlvr.progress import progress
 
@@ -43,13 +44,14 @@ class _Judge(Protocol):
 
 
 def verify_references(
-    problems: Sequence[Problem], judge: _Judge, cfg: ReferenceParams
+    problems: Sequence[Problem], judge: _Judge, cfg: ReferenceParams, recorded: RecordedMargins | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Judge the reference and known-incorrect solutions of every problem whose ``meta['role']`` is in
     ``cfg.roles`` (first ``max_solutions`` / ``max_incorrect`` of each), through ``judge.judge_many`` in chunks of
     :data:`CHUNK` programs (each chunk still spread over the judge's workers) so that a progress bar can count them.
     A program with a timed-out test is judged again at 3 × the limits and that verdict is final
-    (:func:`rlvr.judge.settle.judge_settled`), so a reference near its limit does not flip with the machine's load.
+    (:func:`rlvr.judge.settle.judge_settled`), so a reference near its limit does not flip with the machine's load;
+    a program listed in ``recorded`` (:mod:`rlvr.judge.recorded`) is judged again at its recorded margin.
 
     Returns ``(rows, report)``: one row per judged program ``{"id", "kind": "solution"|"incorrect", "index",
     "verdict", "accepted", "pass_ratio"}`` (problem order, then kind, then index); ``report["counts"]``:
@@ -70,7 +72,7 @@ def verify_references(
     results: list[Any] = []
     with progress(total=len(items), desc="references", unit="program") as bar:
         for start in range(0, len(items), CHUNK):
-            results += judge_settled(judge, items[start : start + CHUNK])
+            results += judge_settled(judge, items[start : start + CHUNK], recorded=recorded)
             bar.update(len(items[start : start + CHUNK]))
     rows: list[dict[str, Any]] = []
     for (p, _s, kind, i), r in zip(todo, results, strict=True):

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from rlvr.config import Section
 from rlvr.data.schema import Problem
+from rlvr.judge.recorded import RecordedMargins
 from rlvr.judge.settle import judge_settled
 from rlvr.judge.verdict import JudgeResult
 
@@ -41,17 +42,18 @@ class JudgeLike(Protocol):
     def judge_many(self, items: Sequence[tuple[Problem, str]]) -> list[JudgeResult]: ...
 
 
-def check_references(problems: Sequence[Problem], judge: JudgeLike, max_listed: int = 200) -> dict[str, Any]:
+def check_references(problems: Sequence[Problem], judge: JudgeLike, max_listed: int = 200,
+                     recorded: RecordedMargins | None = None) -> dict[str, Any]:
     """Judge the first reference solution of every problem that has one; one that times out is judged again with CPU
     limits of 3 × the limits, and that verdict counts (:func:`rlvr.judge.settle.judge_settled`: the counts do not
-    follow the machine's load).
+    follow the machine's load; a program listed in ``recorded``, :mod:`rlvr.judge.recorded`, at its recorded margin).
 
     Returns a JSON-ready dict: ``problems`` (total), ``with_reference``, ``accepted``, ``rejected``,
     ``accepted_fraction`` (of those with a reference; 0.0 when none), ``verdicts`` (count per verdict), ``judge_s``
     (sum of judge seconds) and ``rejections``: up to ``max_listed`` of ``{id, verdict, passed, total, message}``.
     """
     items = [(p, p.solutions[0]) for p in problems if p.solutions]
-    results = judge_settled(judge, items) if items else []
+    results = judge_settled(judge, items, recorded=recorded) if items else []
     verdicts = Counter(r.verdict for r in results)
     rejections = [
         {"id": p.id, "verdict": r.verdict, "passed": r.passed, "total": r.total, "message": r.message[:300]}

@@ -178,13 +178,30 @@ def test_problem_without_call_style_tests_is_kept_as_is():
     assert out == [p] and rep["problems_no_call_tests"] == 1
 
 
+class AcceptingJudge(InProcessOracle):
+    """Fills oracles in process; reference verification accepts every program."""
+
+    def judge_many(self, items):
+        from rlvr.judge.verdict import JudgeResult
+
+        return [JudgeResult(verdict="accepted", passed=1, total=1, pass_ratio=1.0, judge_s=0.0) for _ in items]
+
+
+def test_amplification_without_reference_verification_is_refused():
+    """The added tests' expected outputs are the reference's: unverified, a wrong reference would write wrong tests."""
+    for refs in ({"verify": False}, {"roles": ["dev"]}):
+        with pytest.raises(ValueError, match=r"amplify\.enabled needs governance\.references\.verify: true"):
+            GovernanceParams(datasets=[{"name": "mbpp", "role": "train"}], references=refs,
+                             amplify={"enabled": True})
+
+
 def test_governance_amplifies_after_the_audits_and_reports_per_source():
     p = _problem()
     cfg = GovernanceParams(datasets=[{"name": "mbpp", "role": "train"}], compute_expected=False,
-                           references={"verify": False}, amplify={"enabled": True, "near_miss": {"max_problems": 0}})
+                           amplify={"enabled": True, "near_miss": {"max_problems": 0}})
     with pytest.raises(ValueError, match=r"amplify\.enabled needs a judge"):
         run_governance([p], cfg, audits={})
-    kept, report = run_governance([p], cfg, judge=InProcessOracle(), audits={})
+    kept, report = run_governance([p], cfg, judge=AcceptingJudge(), audits={})
     m = governance_metrics(report, {"mbpp": kept})["amplify"]
     assert m["tests_added"] == 7 and m["mbpp"]["problems_amplified"] == 1
     assert m["mbpp"]["tests_before"] == {"mean": 3, "median": 3.0, "min": 3}
