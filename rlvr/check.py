@@ -182,6 +182,15 @@ def check_datasets(path: str | Path, sections: dict[str, Any]) -> list[str]:
                           f"{', include_synthetic' if dataset == 'synthetic' else ''}){did_you_mean(dataset, slugs)}")
         elif is_split and not ref.partition("/")[2]:
             errors.append(f"{path}: {key}: {ref!r} names no split (expected '<dataset>/<split>')")
+    train, manifests = sections.get("train"), sections.get("manifests")
+    if train is not None and manifests is not None:
+        from rlvr.config import ConfigError
+        from rlvr.train.engine import check_rl_sets
+
+        try:  # under verl, GRPO reads manifests.verl_train only
+            check_rl_sets(sections.get("engine", "local"), train.train_sets, manifests.verl_train, path)
+        except ConfigError as exc:
+            errors.append(str(exc))
     return errors
 
 

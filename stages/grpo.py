@@ -37,7 +37,7 @@ from rlvr.data.schema import Problem
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.stage import Params, Result, option, stage
-from rlvr.train.engine import load_engine, load_reward_mode
+from rlvr.train.engine import check_rl_sets, load_engine, load_reward_mode
 from rlvr.train.local.common import TrainCommon, load_problem_sets, run_dir, stage_eval
 from rlvr.train.local.grpo import GRPOParams, run_grpo
 from rlvr.train.overlap import apply_rl_share, rl_share_verl_train
@@ -118,6 +118,7 @@ def main(params: Params, seed: int, problems_dir: Path, gov_dir: Path | None, mo
     require_scale_profile(params.raw(), params.path)
     engine = load_engine(params.path)
     common = params.section("train", TrainCommon)
+    check_rl_sets(engine, common.train_sets, params.section("manifests", ManifestsParams).verl_train, params.path)
     cfg = params.section("grpo", GRPOParams).model_copy(update={"seed": seed})
     mode = load_reward_mode(params.path)
     out_model, curves = f"{out_root}/seed-{seed}", f"{metrics_root}/seed-{seed}.tsv"

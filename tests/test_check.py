@@ -85,13 +85,30 @@ def test_model_id_local_folder_or_hub(tmp_path: Path) -> None:
         f"{path}: model.name: local folder './no/such/folder' not found"]
 
 
+def _verl(p: dict) -> None:
+    p.update(engine="verl")
+    p["train"]["train_sets"] = list(reversed(p["manifests"]["verl_train"]))  # the same sets: order is free
+
+
 def test_gpus_needed_by_the_verl_engine_or_vllm(tmp_path: Path) -> None:
-    path = _write(tmp_path, lambda p: p.update(engine="verl"))
+    path = _write(tmp_path, _verl)
     report = run_checks(path, judge=False, lookup=lambda name: True, gpu_counter=lambda: 0)
     assert report.errors == [f"{path}: engine: needs GPUs (engine: verl) but nvidia-smi lists none"]
     assert run_checks(path, judge=False, lookup=lambda name: True, gpu_counter=lambda: 8).ok
     path = _write(tmp_path, lambda p: p["baseline"].update(backend="vllm"))
     assert "baseline.backend: vllm" in run_checks(path, judge=False, gpu_counter=lambda: 0).errors[0]
+
+
+def test_verl_grpo_sets_must_be_the_local_engines(tmp_path: Path) -> None:
+    """Under verl, GRPO trains on manifests.verl_train's parquet: a train.train_sets naming other sets would be
+    ignored, so the two engines would train on different problems (the embedded default's synthetic/train)."""
+    path = _write(tmp_path, lambda p: p.update(engine="verl"))
+    report = run_checks(path, judge=False, lookup=lambda name: True, gpu_counter=lambda: 8)
+    assert report.errors == [
+        f"{path}: train.train_sets ['synthetic/train'] differs from manifests.verl_train ['leetcode/train', "
+        "'codecontests/train', 'mbpp/train']: under engine verl GRPO trains on manifests.verl_train's parquet and "
+        "ignores train.train_sets; make them name the same sets (the 7B profiles do)"]
+    assert run_checks(_write(tmp_path), judge=False, lookup=lambda name: True, gpu_counter=lambda: 0).ok  # local
 
 
 class _Judge:

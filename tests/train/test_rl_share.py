@@ -150,6 +150,7 @@ def test_verl_grpo_stage_trains_on_the_share(tmp_path, monkeypatch):
     (tmp_path / "params.yaml").write_text(
         "engine: verl\nprofile: partial.yaml\nreward: sparse\nseeds: [1]\n"
         "train: {train_sets: [synthetic/train], eval_sets: [synthetic/dev], rl_share: 0.5}\n"
+        "manifests: {verl_train: [synthetic/train]}\n"
         "grpo: {learning_rate: 1.0e-6, num_generations: 8, per_device_train_batch_size: 2,"
         " gradient_accumulation_steps: 4, bf16: true}\n"
         f"verl: {{profile: {profile}, train_batch_size: 16, ppo_mini_batch_size: 8}}\n")

@@ -31,6 +31,7 @@ profile: partial.yaml
 reward: sparse
 seeds: [1]
 train: {{train_sets: [synthetic/train], eval_sets: [synthetic/dev]}}
+manifests: {{verl_train: [synthetic/train]}}
 sft: {{epochs: 1, learning_rate: 1.0e-5, per_device_train_batch_size: 1, gradient_accumulation_steps: 8, bf16: true}}
 grpo: {{learning_rate: 1.0e-6, num_generations: 8, per_device_train_batch_size: 2, gradient_accumulation_steps: 4,
         bf16: true}}
@@ -78,6 +79,16 @@ def test_grpo_stage_verl_writes_overrides(env, monkeypatch):
     assert {k: v for k, v in ev.items() if k != "protocol"} == {"synthetic": {}}
     assert ev["protocol"]["effective_params"]["profile"] == "partial.yaml"
     assert evals[0][0] == "models/grpo/seed-1"
+
+
+def test_grpo_stage_verl_refuses_train_sets_it_would_ignore(env, monkeypatch):
+    (env / "params.yaml").write_text(PARAMS.replace("verl_train: [synthetic/train]", "verl_train: [mbpp/train]"))
+    mod = _stage("grpo")
+    runner = FakeRunner(STEPS)
+    _patch(monkeypatch, mod, "run_grpo_verl", runner)
+    res = CliRunner().invoke(mod.main, ["--seed", "1", "--problems-dir", "problems", "--model", "Qwen/X"])
+    assert res.exit_code != 0 and runner.calls == []
+    assert "train.train_sets ['synthetic/train'] differs from manifests.verl_train ['mbpp/train']" in res.output
 
 
 def test_sft_stage_verl_writes_parquet_and_overrides(env, monkeypatch):
