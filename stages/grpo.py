@@ -2,9 +2,10 @@
 
 Reads ``params.yaml``: the top-level ``engine`` (``local`` = TRL ``GRPOTrainer``; ``verl`` = ``verl.trainer.main_ppo``
 with ``algorithm.adv_estimator=grpo``, section ``verl``), ``reward`` (``sparse | dense | shaped``) and
-``reward_shaping``, sections ``train`` (``train.rl_share``: the hashed share of the RL prompts trained on, the
-same subset under both engines, :mod:`rlvr.train.overlap`; under verl written to the run folder's
-``data/train.parquet``, the manifests' parquet unchanged; counts in provenance, ``rl_share``) and ``grpo``, and
+``reward_shaping`` (``max_timeouts``: the training judge's timeout rule, :mod:`rlvr.reward.timeouts`; the
+post-stage eval keeps the judge's default), sections ``train`` (``train.rl_share``: the hashed share of the RL
+prompts trained on, the same subset under both engines, :mod:`rlvr.train.overlap`; under verl written to the run
+folder's ``data/train.parquet``, the manifests' parquet unchanged; counts in provenance, ``rl_share``) and ``grpo``, and
 ``baseline`` (the post-stage eval); the input model (default ``models/dpo/``); the governed problems (local) or the
 verl parquet ``data/manifests/verl/{train,val}.parquet``.
 
@@ -36,6 +37,8 @@ from rlvr.data.manifests import ManifestsParams, flagged_ids, rl_eligible
 from rlvr.data.schema import Problem
 from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
+from rlvr.reward.modes import load_reward_config
+from rlvr.reward.timeouts import reward_judge
 from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import check_rl_sets, load_engine, load_reward_mode
 from rlvr.train.local.common import TrainCommon, load_problem_sets, run_dir, stage_eval
@@ -53,14 +56,19 @@ def _run_verl(params: Params, cfg: GRPOParams, seed: int, mode: str, model_dir: 
 
     vcfg = params.section("verl", VerlParams)
     shaping = params.raw().get("reward_shaping")
+    from rlvr.reward.timeouts import trajectory_key
     from rlvr.train.verl.resume import trajectory_params
 
     # train.rl_share: the key hashes the manifests' parquet and the share (only when < 1: the default's key is as
-    # before); the subset verl trains on is written into the run's own folder
+    # before); the subset verl trains on is written into the run's own folder. reward_shaping.max_timeouts reaches
+    # the reward workers inside `shaping`; the key hashes it apart, only when not the default 3 (a default run's key
+    # is as before)
     share = params.section("train", TrainCommon).rl_share
     extra = {"rl_share": share} if share < 1.0 else {}
-    rdir = run_dir("grpo", trajectory_params(cfg.model_dump(), vcfg.model_dump(), reward=mode, reward_shaping=shaping,
-                                             **extra),
+    max_timeouts = load_reward_config(params.path).shaping.max_timeouts
+    key_shaping = {k: v for k, v in shaping.items() if k != "max_timeouts"} if isinstance(shaping, dict) else shaping
+    rdir = run_dir("grpo", trajectory_params(cfg.model_dump(), vcfg.model_dump(), reward=mode,
+                                             reward_shaping=key_shaping, **extra, **trajectory_key(max_timeouts)),
                    model_dir, seed=seed, data_files=[verl_train])
     train_file, subset = rl_share_verl_train(verl_train, rdir, share)
     metrics = run_grpo_verl(cfg, vcfg, model_path=resolve_model_ref(model_dir), train_files=train_file,
@@ -127,13 +135,18 @@ def main(params: Params, seed: int, problems_dir: Path, gov_dir: Path | None, mo
     if engine != "verl":  # before the judge starts: a floor (or share) that keeps nothing fails at once
         eligible, rl["rl_set"] = _local_rl_set(params, problems_dir, gov_dir or problems_dir.parent)
         train, rl["rl_share"] = apply_rl_share(eligible, common.rl_share)
+    max_timeouts = load_reward_config(params.path).shaping.max_timeouts
     with open_judge(params.path, get_judge) as judge:
         if engine == "verl":
+            # the reward workers' judge is their own (in-process, the node's, or RLVR_SANDBOX_URL's): a judge server
+            # that cannot apply reward_shaping.max_timeouts fails here, before verl starts
+            reward_judge(judge, max_timeouts)
             metrics = _run_verl(params, cfg, seed, mode, model_dir, verl_train, verl_val, out_model, curves)
             metrics = {**metrics, "rl_set": _manifests_rl_set(training_sets)}
         else:
             dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
-            metrics = run_grpo(cfg, common, model_dir, train, dev, judge, out_model, curves, reward_mode=mode)
+            metrics = run_grpo(cfg, common, model_dir, train, dev, judge, out_model, curves, reward_mode=mode,
+                               max_timeouts=max_timeouts)
             metrics = {**metrics, **rl}
         report = stage_eval(out_model, judge, params.path, problems_dir, f"{eval_dir}/grpo-seed{seed}")
     echo = (f"grpo seed {seed} ({engine}): reward {metrics.get('reward_first')} -> {metrics.get('reward_last')}, "

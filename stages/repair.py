@@ -2,7 +2,9 @@
 
 Reads ``params.yaml``: section ``repair`` (:class:`rlvr.repair.eval.RepairParams`: environment, evaluation protocol
 and ``repair.train``), ``train`` (train/eval sets, token caps, logging), the top-level ``engine`` (and ``verl``
-under the verl engine), ``synthetic`` when a dataset is ``synthetic``; the governed problems; the input model
+under the verl engine), ``reward_shaping.max_timeouts`` (the timeout rule of the judge that plays and scores the
+training episodes, :mod:`rlvr.reward.timeouts`; the evaluations keep the judge's default), ``synthetic`` when a
+dataset is ``synthetic``; the governed problems; the input model
 ``--model`` (default ``repair.model``, else the last trained one, :func:`rlvr.repair.eval.default_model`).
 
 1. **Train** (engine ``local``): unrolled multi-turn GRPO on the input policy's own repair episodes on the TRAIN
@@ -45,6 +47,7 @@ from rlvr.judge.client import get_judge
 from rlvr.judge.preflight import open_judge
 from rlvr.repair.env import split_tests
 from rlvr.repair.eval import RepairParams, default_model, run_repair_stage, select_repair_problems
+from rlvr.reward.timeouts import load_max_timeouts, reward_judge
 from rlvr.stage import Params, Result, option, stage
 from rlvr.train.engine import load_engine
 from rlvr.train.local.common import TrainCommon, load_problem_sets
@@ -57,6 +60,7 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
     require_scale_profile(params.raw(), params.path)
     common = params.section("train", TrainCommon)
     engine = load_engine(params.path)
+    max_timeouts = load_max_timeouts(params.path)  # the training judge's timeout rule (reward_shaping)
     train, train_set = min_tests_filter(load_problem_sets(problems_dir, cfg.train.train_sets or common.train_sets),
                                         cfg.train.min_hidden_tests,
                                         lambda p: len(split_tests(p, cfg.visible_tests)[1].tests))
@@ -81,13 +85,17 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
 
             write_tsv(curves, [], GRPO_COLUMNS)  # no step: the declared curves (and their cost mirror), header only
             return {"engine": engine, "train_set": train_set, **publish_unchanged(model_in, out_model)}
+        # the workers judge with their own judge (in-process, the node's, or RLVR_SANDBOX_URL's): one that cannot
+        # apply reward_shaping.max_timeouts (a judge server) fails here, before verl starts
+        reward_judge(judge, max_timeouts)
         training = run_repair_verl(cfg, params.path, model_in, train,
                                    load_problem_sets(problems_dir, common.eval_sets), out_model, curves,
                                    reward_shaping=params.raw().get("reward_shaping"))
     else:
         from rlvr.train.local.repair import run_repair_training
 
-        training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model, curves)
+        training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model, curves,
+                                       max_timeouts=max_timeouts)
     return {"engine": engine, "train_set": train_set, **training}
 
 

@@ -32,11 +32,14 @@ FinalAnswerAgentLoop`."""
 
 
 def agent_loop_config(turn_tokens: int | None = None, env: EnvConfig | None = None, judge_pool: str = "process",
-                      judge_pool_workers: int = 0, judge_pool_shards: int = 0) -> list[dict[str, Any]]:
+                      judge_pool_workers: int = 0, judge_pool_shards: int = 0,
+                      judge_max_timeouts: int = 3) -> list[dict[str, Any]]:
     """verl's agent-loop config (``rollout.agent.agent_loop_config_path``): ``[{name: AGENT_NAME, _target_: …}]``, plus
     ``turn_tokens`` (tokens per assistant turn) when given, and with ``env`` the protocol's settings (``env``: the
     :class:`EnvConfig` fields; ``judge_pool*``: whose judge runs the visible tests,
-    ``rlvr.repair.verl_tool._judge``), all keywords of :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`: verl's
+    ``rlvr.repair.verl_tool._judge``; ``judge_max_timeouts``: its timeout rule, ``reward_shaping.max_timeouts``,
+    written only when it is not the judge's default 3), all keywords of
+    :class:`rlvr.repair.verl_tool.FinalAnswerAgentLoop`: verl's
     ``AgentLoopWorker`` loads the file with OmegaConf and instantiates the entry with ``hydra.utils.instantiate``
     (``experimental/agent_loop/agent_loop.py``), so the entry's keys reach the constructor as keyword arguments."""
     entry: dict[str, Any] = {"name": AGENT_NAME, "_target_": AGENT_LOOP_TARGET}
@@ -45,15 +48,18 @@ def agent_loop_config(turn_tokens: int | None = None, env: EnvConfig | None = No
     if env is not None:
         entry.update(env=env.model_dump(mode="json"), judge_pool=judge_pool, judge_pool_workers=judge_pool_workers,
                      judge_pool_shards=judge_pool_shards)
+        if judge_max_timeouts != 3:
+            entry["judge_max_timeouts"] = int(judge_max_timeouts)
     return [entry]
 
 
 def write_agent_loop_config(path: str | Path, turn_tokens: int | None = None, env: EnvConfig | None = None,
                             judge_pool: str = "process", judge_pool_workers: int = 0,
-                            judge_pool_shards: int = 0) -> Path:
+                            judge_pool_shards: int = 0, judge_max_timeouts: int = 3) -> Path:
     """Write :func:`agent_loop_config` (arguments passed on) as YAML to ``path`` atomically; returns the path."""
     atomic_write_text(path, yaml.safe_dump(agent_loop_config(turn_tokens, env, judge_pool, judge_pool_workers,
-                                                             judge_pool_shards), sort_keys=False))
+                                                             judge_pool_shards, judge_max_timeouts),
+                                           sort_keys=False))
     return Path(path)
 
 

@@ -44,7 +44,9 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     :func:`rlvr.train.verl.preflight.preflight`; ``None`` skips it) fails the stage when the judge is unreachable;
     the driver's ``RLVR_*``/``WANDB_*``/``HF_*`` settings reach every Ray worker through the job's ``runtime_env``
     (:func:`rlvr.train.verl.environ.propagated_env`, :func:`rlvr.train.verl.environ.worker_env`). ``reward_shaping``:
-    the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository.
+    the ``reward_shaping`` section (dict) for the Ray reward workers, whose working directory is not the repository;
+    its ``max_timeouts`` (the judge's timeout rule, :mod:`rlvr.reward.timeouts`) also reaches the agent loop's
+    feedback judge and, when not the default 3, the run folder's key.
     Before launching, it prints the attention backend (:func:`rlvr.train.verl.launch.log_attention`) to stderr.
     Returns ``{engine, method, attention: {attn_implementation, use_remove_padding}
     (:func:`rlvr.train.verl.overrides.resolve_attention` of the profile, as for ``run_grpo_verl``), steps, checkpoint,
@@ -56,6 +58,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.config import load_section
     from rlvr.judge.preflight import load_judge_params
     from rlvr.model import resolve_model_ref
+    from rlvr.reward.timeouts import trajectory_key
     from rlvr.train.local.common import run_dir
     from rlvr.train.verl import commands
     from rlvr.train.verl import launch as vlaunch
@@ -74,18 +77,21 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     if getattr(cfg, "turn_tokens", None):  # the episode budget from the per-turn one (RepairParams.turn_tokens)
         vcfg = vcfg.model_copy(update={"max_response_length": episode_budget(cfg.env(), cfg.turn_tokens)})
     env = cfg.env()
+    max_timeouts = _max_timeouts(reward_shaping)
     # the resume key hashes what changes the trajectory (rlvr.train.verl.resume.trajectory_params, as GRPO's) and
-    # the training problems, so another set or a rehearsal's never shares a run folder with this one
+    # the training problems, so another set or a rehearsal's never shares a run folder with this one; the judge's
+    # timeout rule changes the feedback's passed/total counts (only when not the default: a default run's key stays)
     run = run_dir("repair", trajectory_params(cfg.train.model_dump(), vcfg.model_dump(),
                                               env=env.model_dump(mode="json"),
-                                              turn_tokens=getattr(cfg, "turn_tokens", None)),
+                                              turn_tokens=getattr(cfg, "turn_tokens", None),
+                                              **trajectory_key(max_timeouts)),
                   model_path, problems=[*train, *(val or [])])
     train_f, val_f = run / "data" / "train.parquet", run / "data" / "val.parquet"
     write_repair_parquet(train, env, train_f)
     write_repair_parquet(val or train, env, val_f)
     loops = write_agent_loop_config(run / "agent_loops.yaml", turn_tokens=getattr(cfg, "turn_tokens", None),
                                     env=env, judge_pool=vcfg.judge_pool, judge_pool_workers=vcfg.judge_pool_workers,
-                                    judge_pool_shards=vcfg.judge_pool_shards)
+                                    judge_pool_shards=vcfg.judge_pool_shards, judge_max_timeouts=max_timeouts)
     ckpt_dir, rollouts = run / "checkpoints", run / "rollouts"
     steps = steps_for(vcfg.total_training_steps, cfg.train.max_steps, "repair.train")
     # as every verl launch: a finished run is published again without verl, older checkpoints pruned, the disk
@@ -122,3 +128,15 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
             "steps": rows[-1]["step"] if rows else 0, "checkpoint": portable_path(ckpt, run),
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
             **vlogs.judge_failures(rows)}
+
+
+def _max_timeouts(reward_shaping: Any) -> int:
+    """``reward_shaping``'s ``max_timeouts`` (default 3 when the section or the key is absent). Raises
+    :class:`rlvr.config.ConfigError` naming the section when the section is invalid."""
+    from rlvr.config import ConfigError
+    from rlvr.reward.modes import RewardShaping
+
+    try:
+        return RewardShaping.model_validate(dict(reward_shaping or {})).max_timeouts
+    except Exception as exc:  # pydantic ValidationError -> one line naming the section
+        raise ConfigError(f"reward_shaping: {exc}".replace("\n", " ")) from exc

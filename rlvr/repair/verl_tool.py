@@ -68,15 +68,18 @@ __all__ = ["AGENT_NAME", "FEEDBACK_TURNS_KEY", "FINAL_ANSWER_KEY", "TOOL_REWARDS
            "repair_row_fields", "repair_verl_rows", "write_agent_loop_config", "write_repair_parquet"]
 
 _JUDGE: Any = None
-def _judge(pool: str = "process", workers: int = 0, shards: int = 0) -> Any:
+def _judge(pool: str = "process", workers: int = 0, shards: int = 0, max_timeouts: int = 3) -> Any:
     """The tools' judge in this rollout worker: the node's shared judge (:class:`rlvr.judge.ray_pool.NodeJudge` of
     ``workers`` sandboxes over ``shards`` actors, 0 = automatic: the same actors verl's reward workers use, given the
     same two numbers) when ``pool`` is ``node``, inside Ray and without ``RLVR_SANDBOX_URL``; else
-    :func:`rlvr.judge.client.get_judge`. Made once per process."""
+    :func:`rlvr.judge.client.get_judge`. Either judges under ``max_timeouts`` (``reward_shaping.max_timeouts``, as the
+    reward: :mod:`rlvr.reward.timeouts`; the node's actors are shared with the reward workers, so the value must be
+    theirs). Made once per process. Raises :class:`rlvr.config.ConfigError` when the judge cannot apply the value."""
     global _JUDGE
     if _JUDGE is None:
         from rlvr.config import RuntimeSettings
         from rlvr.judge.client import get_judge
+        from rlvr.reward.timeouts import node_judge, reward_judge
 
         judge = None
         if pool == "node" and not RuntimeSettings().sandbox_url.strip():
@@ -85,10 +88,8 @@ def _judge(pool: str = "process", workers: int = 0, shards: int = 0) -> Any:
             except ImportError:
                 ray = None
             if ray is not None and ray.is_initialized():
-                from rlvr.judge.ray_pool import NodeJudge
-
-                judge = NodeJudge(workers=workers or None, shards=shards or None)
-        _JUDGE = judge if judge is not None else get_judge()
+                judge = node_judge(workers or None, shards or None, max_timeouts)
+        _JUDGE = reward_judge(judge if judge is not None else get_judge(), max_timeouts)
     return _JUDGE
 
 
@@ -130,7 +131,8 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
     ``AgentLoopWorker._run_agent_loop`` passes through ``hydra.utils.instantiate``; one instance per trajectory):
     ``env`` (a dict of :class:`~rlvr.repair.protocol.EnvConfig` fields: feedback template, caps, turns, mode,
     ``turn_penalty``; default: the defaults), ``judge_pool`` / ``judge_pool_workers`` / ``judge_pool_shards`` (as
-    ``verl.*``, :func:`_judge`), and ``turn_tokens`` (``repair.turn_tokens``): the token budget of every assistant
+    ``verl.*``, :func:`_judge`), ``judge_max_timeouts`` (``reward_shaping.max_timeouts``, :func:`_judge`), and
+    ``turn_tokens`` (``repair.turn_tokens``): the token budget of every assistant
     turn. verl 0.9.1 has none: ``AgentLoopWorker.generate_sequences`` (``experimental/agent_loop/agent_loop.py``)
     builds sampling params without ``max_tokens``, ``ToolAgentLoop`` passes them on unchanged, and the vLLM server
     (``vLLMHttpServer.generate``, ``workers/rollout/vllm_rollout/vllm_async_server.py``) then lets a turn run to
@@ -155,14 +157,15 @@ class FinalAnswerAgentLoop(ToolAgentLoop):
 
     def __init__(self, *args: Any, turn_tokens: int | None = None, env: dict[str, Any] | None = None,
                  judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0,
-                 **kwargs: Any) -> None:
+                 judge_max_timeouts: int = 3, **kwargs: Any) -> None:
         if turn_tokens is not None and int(turn_tokens) < 1:
             raise ValueError(f"FinalAnswerAgentLoop: turn_tokens must be >= 1, got {turn_tokens}")
         super().__init__(*args, **kwargs)
         self.turn_tokens = None if turn_tokens is None else int(turn_tokens)
         env_dict = _plain(env) if env is not None else {}
         self.env_cfg = EnvConfig(**env_dict)
-        self.judge_spec = (str(judge_pool), int(judge_pool_workers or 0), int(judge_pool_shards or 0))
+        self.judge_spec = (str(judge_pool), int(judge_pool_workers or 0), int(judge_pool_shards or 0),
+                           int(judge_max_timeouts))
         self.episode: Episode | None = None
 
     async def run(self, sampling_params: dict[str, Any], *args: Any, **kwargs: Any) -> Any:

@@ -43,7 +43,8 @@ class RunTestsTool(BaseTool):
         self.env_cfg = _env_cfg(config)
         self.turn_penalty = float(config.get("turn_penalty", 0.0))
         self.judge_pool = str(config.get("judge_pool", "process"))
-        self.judge_args = (int(config.get("judge_pool_workers") or 0), int(config.get("judge_pool_shards") or 0))
+        self.judge_args = (int(config.get("judge_pool_workers") or 0), int(config.get("judge_pool_shards") or 0),
+                           int(config.get("judge_max_timeouts", 3)))
         self._problems: dict[str, Problem] = {}
 
     async def create(self, instance_id: str | None = None, **kwargs: Any) -> tuple[str, ToolResponse]:
@@ -80,7 +81,8 @@ class PythonTool(BaseTool):
         super().__init__(config, tool_schema)
         self.env_cfg = _env_cfg(config)
         self.judge_pool = str(config.get("judge_pool", "process"))
-        self.judge_args = (int(config.get("judge_pool_workers") or 0), int(config.get("judge_pool_shards") or 0))
+        self.judge_args = (int(config.get("judge_pool_workers") or 0), int(config.get("judge_pool_shards") or 0),
+                           int(config.get("judge_max_timeouts", 3)))
 
     async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs: Any) -> tuple[ToolResponse,
                                                                                                  float, dict]:
@@ -118,14 +120,17 @@ def tool_call_text(name: str, arguments: dict[str, str], fmt: str = "hermes") ->
 
 
 def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None, judge_pool: str = "process",
-                       judge_pool_workers: int = 0, judge_pool_shards: int = 0) -> dict[str, Any]:
+                       judge_pool_workers: int = 0, judge_pool_shards: int = 0,
+                       judge_max_timeouts: int = 3) -> dict[str, Any]:
     """The verl tool-config mapping (``{"tools": [...]}``): ``run_tests`` always, ``run_python`` in interpreter mode.
     Each tool's ``config`` carries ``type: native`` plus the :class:`EnvConfig` fields it reads; ``turn_penalty``
     defaults to ``cfg.turn_penalty``; ``judge_pool`` (``verl.judge_pool``): ``node`` = the tools judge on the node's
     shared judge, the one the reward workers use (:func:`_judge`; ``judge_pool_workers`` / ``judge_pool_shards`` as
-    ``verl.*``, so both reach the same actors), ``process`` = each rollout worker its own."""
+    ``verl.*``, so both reach the same actors), ``process`` = each rollout worker its own; ``judge_max_timeouts``:
+    the judge's timeout rule (``reward_shaping.max_timeouts``, the reward's; written only when not the default 3)."""
     env = cfg.model_dump(mode="json")
-    pool = {"judge_pool": judge_pool, "judge_pool_workers": judge_pool_workers, "judge_pool_shards": judge_pool_shards}
+    pool = {"judge_pool": judge_pool, "judge_pool_workers": judge_pool_workers, "judge_pool_shards": judge_pool_shards,
+            **({"judge_max_timeouts": int(judge_max_timeouts)} if judge_max_timeouts != 3 else {})}
     turn_penalty = cfg.turn_penalty if turn_penalty is None else turn_penalty
     tools = [{
         "class_name": f"{__name__}.RunTestsTool",
@@ -144,8 +149,10 @@ def repair_tool_config(cfg: EnvConfig, turn_penalty: float | None = None, judge_
 
 
 def write_tool_config(path: str | Path, cfg: EnvConfig, turn_penalty: float | None = None,
-                      judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0) -> Path:
+                      judge_pool: str = "process", judge_pool_workers: int = 0, judge_pool_shards: int = 0,
+                      judge_max_timeouts: int = 3) -> Path:
     """Write :func:`repair_tool_config` as YAML to ``path`` atomically; returns the path."""
     atomic_write_text(path, yaml.safe_dump(repair_tool_config(cfg, turn_penalty, judge_pool, judge_pool_workers,
-                                                              judge_pool_shards), sort_keys=False))
+                                                              judge_pool_shards, judge_max_timeouts),
+                                           sort_keys=False))
     return Path(path)

@@ -88,6 +88,11 @@ class RewardShaping(Section):
         length_penalty: weight of DAPO's overlong term (``p_len``); 0 disables it.
         max_length_tokens / length_buffer_tokens: DAPO's ``L_max`` / ``L_buf`` (tokens).
         sandbox_error: ``exclude`` (score ``None``, not trained on) or ``zero`` (score 0), both flagged.
+        max_timeouts: the training judge's timeout rule, every mode: after this many timed-out tests of one
+            submission the rest are not run and count as timeouts (0 = run every test;
+            :func:`rlvr.reward.timeouts.reward_judge`). Default 3, the judge's own (:class:`rlvr.judge.Judge`).
+            ``accepted`` (``sparse``) never changes with it; ``pass_ratio`` (``dense``, ``shaped``) of a submission
+            that times out counts the tests after the N-th timeout as failed. Evaluation keeps the judge's default.
     """
 
     no_code_penalty: float = Field(0.5, ge=0)
@@ -97,6 +102,7 @@ class RewardShaping(Section):
     max_length_tokens: int = Field(1024, gt=0)
     length_buffer_tokens: int = Field(256, gt=0)
     sandbox_error: Literal["exclude", "zero"] = "exclude"
+    max_timeouts: int = Field(3, ge=0, strict=True)
 
 
 class RewardConfig(Section):

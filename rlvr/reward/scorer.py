@@ -87,7 +87,7 @@ class RewardScorer:
     """Score batches of completions under one :class:`RewardConfig`.
 
     Args:
-        config: reward mode and shaping coefficients.
+        config: reward mode, shaping coefficients and the judge's timeout rule (``shaping.max_timeouts``).
         judge: an object with ``judge_many`` (``rlvr.judge.Judge``, the remote client, a fake); ``None`` = the
             process-wide :func:`default_judge`, resolved at the first call.
         options: concurrency / timeout / retry policy (:class:`ScoringOptions`).
@@ -102,8 +102,13 @@ class RewardScorer:
 
     @property
     def judge(self) -> JudgeLike:
-        """The judge in use (resolved lazily)."""
-        return self._judge if self._judge is not None else default_judge()
+        """The judge in use (resolved lazily), under ``config.shaping.max_timeouts``
+        (:func:`rlvr.reward.timeouts.reward_judge`: the judge itself at its own rule, else a view of its pool).
+        Raises :class:`rlvr.config.ConfigError` when the judge cannot apply that rule."""
+        from rlvr.reward.timeouts import reward_judge
+
+        return reward_judge(self._judge if self._judge is not None else default_judge(),
+                            self.config.shaping.max_timeouts)
 
     def _prepare(self, items: Sequence[ScoreItem]) -> tuple[list[Problem], list[str | None]]:
         problems = [problem_from_ground_truth(it.ground_truth, it.data_source) for it in items]

@@ -168,7 +168,8 @@ _node_pool_checked = False
 def use_node_pool(kwargs: dict[str, Any]) -> bool:
     """With ``kwargs["judge_pool"] == "node"``, make this process's reward judge the node's shared judge
     (:class:`rlvr.judge.ray_pool.NodeJudge`, ``judge_pool_workers`` concurrent submissions per node over
-    ``judge_pool_shards`` actor processes) — once per
+    ``judge_pool_shards`` actor processes, judging under ``reward_shaping.max_timeouts``:
+    :func:`rlvr.reward.timeouts.node_judge`) — once per
     process, and only inside Ray, when no reward judge was set already and ``RLVR_SANDBOX_URL`` is empty (a judge
     server is the shared pool then). Returns whether this call installed it."""
     global _node_pool_checked
@@ -189,10 +190,11 @@ def use_node_pool(kwargs: dict[str, Any]) -> bool:
             return False
         if not ray.is_initialized():
             return False
-        from rlvr.judge.ray_pool import NodeJudge
+        from rlvr.reward.timeouts import node_judge
 
-        scorer.set_default_judge(NodeJudge(workers=int(kwargs.get("judge_pool_workers") or 0) or None,
-                                           shards=int(kwargs.get("judge_pool_shards") or 0) or None))
+        scorer.set_default_judge(node_judge(int(kwargs.get("judge_pool_workers") or 0) or None,
+                                            int(kwargs.get("judge_pool_shards") or 0) or None,
+                                            _config(kwargs).shaping.max_timeouts))
         return True
 
 
@@ -214,7 +216,8 @@ def compute_score(
             ``run_tests`` call) are added to the score, as the local engine's repair reward subtracts
             ``turn_penalty`` × calls; ``tool_parse_failures`` (int) is reported back.
         **kwargs: ``reward_mode`` (``sparse``/``dense``/``shaped``) and ``reward_shaping`` (a dict of
-            :class:`RewardShaping` fields) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
+            :class:`RewardShaping` fields, ``max_timeouts`` included: the judge's timeout rule,
+            :mod:`rlvr.reward.timeouts`) from ``custom_reward_function.reward_kwargs``; default: ``params.yaml``.
             ``judge_log`` (a folder): append the sample's judge seconds there (:mod:`rlvr.reward.judge_log`, the
             source of the curves' ``judge_s`` column). ``mask_excluded`` (bool): an excluded sandbox error
             (``reward_shaping.sandbox_error: exclude``) scores NaN instead of 0.0: verl's agent loop, patched by

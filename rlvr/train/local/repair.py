@@ -288,7 +288,8 @@ def _warm_start(cfg: RepairTrainParams, common: TrainCommon, model_dir: str | Pa
 
 def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: TrainCommon, model_dir: str | Path,
                         train_problems: Sequence[Problem], judge: Any, out_model_dir: str | Path,
-                        curves_path: str | Path, gen: Generator | None = None) -> dict[str, Any]:
+                        curves_path: str | Path, gen: Generator | None = None,
+                        max_timeouts: int = 3) -> dict[str, Any]:
     """Collect repair contexts from ``model_dir``'s own episodes on ``train_problems``, train unrolled multi-turn
     GRPO on them (module doc) and publish the model to ``out_model_dir``. ``gen`` overrides the rollout generator
     (default: the ``hf`` backend on ``model_dir``). Returns metrics: ``rollouts`` (:func:`collect_repair_contexts`
@@ -297,14 +298,21 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     ``max_steps == 0``: the input model is published unchanged), ``warmup`` (with ``warmup_epochs`` > 0: the
     warm start's ``rows``, ``steps`` and ``loss``; a finished one in the run folder is reused, logged, with the
     figures it recorded in :data:`WARMUP_FILE`). ``resumed_from_step`` (also ``warmup.resumed_from_step``) and the
-    seconds follow the local cache and the load: :func:`rlvr.layout.write_metrics` puts them in the cost file."""
+    seconds follow the local cache and the load: :func:`rlvr.layout.write_metrics` puts them in the cost file.
+    ``max_timeouts`` (``reward_shaping.max_timeouts``): the timeout rule of the judge that plays the rollouts'
+    episodes (feedback, hidden verdicts) and scores the training reward (:mod:`rlvr.reward.timeouts`; the stage's
+    evaluations keep ``judge``'s own rule); hashed into the run folder's key when not the default 3. Raises
+    :class:`rlvr.config.ConfigError` when ``judge`` cannot apply it."""
     import time
 
     from datasets import Dataset
     from trl import GRPOTrainer
 
+    from rlvr.reward.modes import RewardShaping
+    from rlvr.reward.timeouts import reward_judge, trajectory_key
     from rlvr.reward.trl import make_reward_funcs
 
+    rollout_judge = reward_judge(judge, max_timeouts)
     set_seed(cfg.seed, common.cpu_threads)
     if gen is None:
         from rlvr.generate import make_generator
@@ -312,7 +320,7 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
         gen = make_generator("hf", model=str(model_dir), batch_size=64)
     t0 = time.perf_counter()
     contexts, stats = collect_repair_contexts(
-        train_problems, gen, judge, env_cfg, cfg.rollout_samples, cfg.rollout_temperature, cfg.rollout_top_p,
+        train_problems, gen, rollout_judge, env_cfg, cfg.rollout_samples, cfg.rollout_temperature, cfg.rollout_top_p,
         cfg.rollout_max_new_tokens, cfg.seed, cfg.max_contexts_per_problem)
     metrics: dict[str, Any] = {"method": "unrolled multi-turn GRPO", "rollouts": stats,
                                "rollout_s": round(time.perf_counter() - t0, 3), "turn_penalty": env_cfg.turn_penalty}
@@ -325,11 +333,13 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
         return {**metrics, "skipped": True, "steps": 0}
     rows = repair_rows(contexts)
     ds = Dataset.from_list(rows)
-    funcs: list[Any] = [TimedReward(f) for f in make_reward_funcs("sparse", judge=judge)]
+    funcs: list[Any] = [TimedReward(f) for f in make_reward_funcs(
+        "sparse", judge=judge, shaping=RewardShaping(max_timeouts=max_timeouts))]
     if env_cfg.turn_penalty > 0:
         funcs.append(turn_penalty_reward(env_cfg.turn_penalty))
     out = run_dir("repair", {"train": cfg.model_dump(), "common": common.model_dump(),
-                             "env": env_cfg.model_dump(mode="json")}, model_dir, problems=train_problems, rows=rows)
+                             "env": env_cfg.model_dump(mode="json"), **trajectory_key(max_timeouts)}, model_dir,
+                  problems=train_problems, rows=rows)
     report_to = setup_tracking("repair", common.report_to)
     args = grpo_config(cfg, common, out, report_to)
     policy = str(model_dir)
