@@ -146,7 +146,7 @@ def main(params: Params, seed: int, problems_dir: Path, gov_dir: Path | None, mo
         else:
             dev = load_problem_sets(problems_dir, common.eval_sets) if common.eval_sets else []
             metrics = run_grpo(cfg, common, model_dir, train, dev, judge, out_model, curves, reward_mode=mode,
-                               max_timeouts=max_timeouts)
+                               max_timeouts=max_timeouts, shaping=load_reward_config(params.path).shaping)
             metrics = {**metrics, **rl}
         report = stage_eval(out_model, judge, params.path, problems_dir, f"{eval_dir}/grpo-seed{seed}")
     echo = (f"grpo seed {seed} ({engine}): reward {metrics.get('reward_first')} -> {metrics.get('reward_last')}, "

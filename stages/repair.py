@@ -54,6 +54,13 @@ from rlvr.train.local.common import TrainCommon, load_problem_sets
 from rlvr.train.overlap import apply_rl_share
 
 
+def _shaping(params: Params) -> Any:
+    """``reward_shaping`` (defaults where params.yaml has none): the sparse reward's ``sandbox_error`` policy."""
+    from rlvr.reward.modes import RewardShaping
+
+    return RewardShaping.model_validate(params.raw().get("reward_shaping") or {})
+
+
 def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str, judge: Any, out_model: Path,
            curves: Path) -> dict[str, Any]:
     """Repair training on the configured engine (local: unrolled multi-turn GRPO; verl: the tool_agent loop)."""
@@ -95,7 +102,7 @@ def _train(params: Params, cfg: RepairParams, problems_dir: Path, model_in: str,
         from rlvr.train.local.repair import run_repair_training
 
         training = run_repair_training(cfg.train, cfg.env(), common, model_in, train, judge, out_model, curves,
-                                       max_timeouts=max_timeouts)
+                                       max_timeouts=max_timeouts, shaping=_shaping(params))
     return {"engine": engine, "train_set": train_set, **training}
 
 

@@ -227,7 +227,8 @@ def test_stages_pass_the_value_to_local_grpo_and_repair(tmp_path, monkeypatch):
                 for i in range(2)]
     write_problems(tmp_path / "gov" / "problems" / "lc.jsonl", problems)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({
-        "engine": "local", "reward": "dense", "seeds": [1], "reward_shaping": {"max_timeouts": 1},
+        "engine": "local", "reward": "dense", "seeds": [1],
+        "reward_shaping": {"max_timeouts": 1, "timeout_penalty": 0.7, "sandbox_error": "zero"},
         "judge": {"preflight": False},
         "manifests": {"verl_train": ["lc/train"], "grpo_min_tests": 5},
         "train": {"train_sets": ["lc/train"], "eval_sets": []}, "grpo": {}, "baseline": {}}))
@@ -239,6 +240,7 @@ def test_stages_pass_the_value_to_local_grpo_and_repair(tmp_path, monkeypatch):
     res = CliRunner().invoke(mod.main, ["--seed", "1", "--problems-dir", "gov/problems", "--model", "m"])
     assert res.exit_code == 0, res.output
     assert seen["max_timeouts"] == 1
+    assert seen["shaping"].timeout_penalty == 0.7 and seen["shaping"].sandbox_error == "zero"  # not the defaults
 
     import rlvr.train.local.repair as local_repair
 
@@ -248,7 +250,40 @@ def test_stages_pass_the_value_to_local_grpo_and_repair(tmp_path, monkeypatch):
         {"datasets": [{"name": "lc"}], "train": {"train_sets": ["lc/train"], "min_hidden_tests": 1}}),
         tmp_path / "gov" / "problems", "m",
         _recording(), tmp_path / "out", tmp_path / "curves.tsv")
-    assert seen["repair"]["max_timeouts"] == 1
+    assert seen["repair"]["max_timeouts"] == 1 and seen["repair"]["shaping"].sandbox_error == "zero"
+
+
+def test_local_grpo_scores_with_the_params_shaping_and_keys_it(tmp_path, monkeypatch):
+    """The local engine's reward used to be built from the mode name alone: reward_shaping's coefficients and
+    sandbox-error policy never reached it (a param the engine ignored). Now they do, and a non-default value changes
+    the run folder's key (a default run keeps its key)."""
+    import rlvr.train.local.grpo as grpo
+    from rlvr.reward.modes import RewardShaping
+    from rlvr.train.local.common import TrainCommon
+
+    monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
+    seen: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_fit(*a, **k):
+        seen.append((a[2].output_dir, k["reward_funcs"]))
+        raise Stop
+
+    monkeypatch.setattr(grpo, "fit", fake_fit)
+    problems = [Problem(id="lc/1", source="lc", split="train", statement="s", solutions=["print(1)"],
+                        tests=[StdioTest(stdin="1", stdout="1")])]
+    common = TrainCommon(report_to=["none"])
+    for shaping in (None, RewardShaping(timeout_penalty=0.7, sandbox_error="zero")):
+        with pytest.raises(Stop):
+            grpo.run_grpo(grpo.GRPOParams(), common, "m", problems, [], _recording(), tmp_path / "out",
+                          tmp_path / "c.tsv", reward_mode="shaped", max_timeouts=1, shaping=shaping)
+    (key0, funcs0), (key1, funcs1) = seen
+    config = funcs1[0].fn.scorer.config
+    assert config.shaping.timeout_penalty == 0.7 and config.shaping.sandbox_error == "zero"
+    assert config.shaping.max_timeouts == 1 and funcs0[0].fn.scorer.config.shaping.timeout_penalty == 0.2
+    assert key0 != key1
 
 
 def test_resume_key_lists_the_rule_only_when_not_the_default():

@@ -163,6 +163,7 @@ def run_grpo(
     reward_mode: str = "dense",
     reward_funcs: Sequence[Callable[..., Any]] | None = None,
     max_timeouts: int = 3,
+    shaping: Any = None,
 ) -> dict[str, Any]:
     """Train GRPO from ``model_dir`` on ``train_problems`` with the judge reward and publish the final model to
     ``out_model_dir``; returns metrics (``train_loss``, ``steps``, ``train_runtime_s``, reward curve summary:
@@ -171,27 +172,33 @@ def run_grpo(
     ``reward_funcs`` overrides the judge reward (tests); by default
     ``rlvr.reward.trl.make_reward_funcs(reward_mode, judge=judge)``, each wrapped in :class:`TimedReward`, judging
     under ``max_timeouts`` (``reward_shaping.max_timeouts``, :mod:`rlvr.reward.timeouts`; the ``dev`` check keeps
-    ``judge``'s own rule; hashed into the run folder's key when not the default 3). Raises
+    ``judge``'s own rule; hashed into the run folder's key when not the default 3). ``shaping``: the
+    ``reward_shaping`` section (:class:`rlvr.reward.modes.RewardShaping`: the ``shaped`` mode's coefficients and the
+    sandbox-error policy of every mode; default: the class defaults), its ``max_timeouts`` replaced by
+    ``max_timeouts``; a value that differs from the class default is hashed into the run folder's key. Raises
     :class:`rlvr.config.ConfigError` when ``judge`` cannot apply ``max_timeouts``."""
     from datasets import Dataset
     from trl import GRPOTrainer
 
+    from rlvr.reward.modes import RewardShaping
     from rlvr.reward.timeouts import trajectory_key
 
     set_seed(cfg.seed, common.cpu_threads)
+    shaping = (shaping or RewardShaping()).model_copy(update={"max_timeouts": max_timeouts})
+    default = RewardShaping().model_dump()
+    shaping_key = {k: v for k, v in shaping.model_dump().items() if k != "max_timeouts" and v != default[k]}
     if reward_funcs is None:
-        from rlvr.reward.modes import RewardShaping
         from rlvr.reward.timeouts import reward_judge
         from rlvr.reward.trl import make_reward_funcs
 
         reward_judge(judge, max_timeouts)  # fails now, not at the first step, when the judge cannot apply it
-        reward_funcs = make_reward_funcs(reward_mode, judge=judge,  # type: ignore[arg-type]
-                                         shaping=RewardShaping(max_timeouts=max_timeouts))
+        reward_funcs = make_reward_funcs(reward_mode, judge=judge, shaping=shaping)  # type: ignore[arg-type]
     funcs = [TimedReward(f) for f in reward_funcs]
     rows = [{k: v for k, v in r.items() if k != "id"} for r in grpo_rows(train_problems)]
     ds = Dataset.from_list(rows)
     out = run_dir("grpo", {"grpo": cfg.model_dump(), "train": common.model_dump(), "reward": reward_mode,
-                           **trajectory_key(max_timeouts)}, model_dir,
+                           **trajectory_key(max_timeouts),
+                           **({"reward_shaping": shaping_key} if shaping_key else {})}, model_dir,
                   seed=cfg.seed, problems=train_problems, rows=rows)
     report_to = setup_tracking("grpo", common.report_to, seed=cfg.seed)
     args = grpo_config(cfg, common, out, report_to)

@@ -289,7 +289,7 @@ def _warm_start(cfg: RepairTrainParams, common: TrainCommon, model_dir: str | Pa
 def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: TrainCommon, model_dir: str | Path,
                         train_problems: Sequence[Problem], judge: Any, out_model_dir: str | Path,
                         curves_path: str | Path, gen: Generator | None = None,
-                        max_timeouts: int = 3) -> dict[str, Any]:
+                        max_timeouts: int = 3, shaping: Any = None) -> dict[str, Any]:
     """Collect repair contexts from ``model_dir``'s own episodes on ``train_problems``, train unrolled multi-turn
     GRPO on them (module doc) and publish the model to ``out_model_dir``. ``gen`` overrides the rollout generator
     (default: the ``hf`` backend on ``model_dir``). Returns metrics: ``rollouts`` (:func:`collect_repair_contexts`
@@ -301,8 +301,10 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
     seconds follow the local cache and the load: :func:`rlvr.layout.write_metrics` puts them in the cost file.
     ``max_timeouts`` (``reward_shaping.max_timeouts``): the timeout rule of the judge that plays the rollouts'
     episodes (feedback, hidden verdicts) and scores the training reward (:mod:`rlvr.reward.timeouts`; the stage's
-    evaluations keep ``judge``'s own rule); hashed into the run folder's key when not the default 3. Raises
-    :class:`rlvr.config.ConfigError` when ``judge`` cannot apply it."""
+    evaluations keep ``judge``'s own rule); hashed into the run folder's key when not the default 3. ``shaping``: the
+    ``reward_shaping`` section (:class:`rlvr.reward.modes.RewardShaping`; the ``sparse`` reward reads its
+    ``sandbox_error`` policy), its ``max_timeouts`` replaced by ``max_timeouts``; a ``sandbox_error`` other than the
+    default is hashed into the key. Raises :class:`rlvr.config.ConfigError` when ``judge`` cannot apply it."""
     import time
 
     from datasets import Dataset
@@ -333,12 +335,14 @@ def run_repair_training(cfg: RepairTrainParams, env_cfg: EnvConfig, common: Trai
         return {**metrics, "skipped": True, "steps": 0}
     rows = repair_rows(contexts)
     ds = Dataset.from_list(rows)
-    funcs: list[Any] = [TimedReward(f) for f in make_reward_funcs(
-        "sparse", judge=judge, shaping=RewardShaping(max_timeouts=max_timeouts))]
+    shaping = (shaping or RewardShaping()).model_copy(update={"max_timeouts": max_timeouts})
+    funcs: list[Any] = [TimedReward(f) for f in make_reward_funcs("sparse", judge=judge, shaping=shaping)]
     if env_cfg.turn_penalty > 0:
         funcs.append(turn_penalty_reward(env_cfg.turn_penalty))
     out = run_dir("repair", {"train": cfg.model_dump(), "common": common.model_dump(),
-                             "env": env_cfg.model_dump(mode="json"), **trajectory_key(max_timeouts)}, model_dir,
+                             "env": env_cfg.model_dump(mode="json"), **trajectory_key(max_timeouts),
+                             **({"sandbox_error": shaping.sandbox_error}
+                                if shaping.sandbox_error != RewardShaping().sandbox_error else {})}, model_dir,
                   problems=train_problems, rows=rows)
     report_to = setup_tracking("repair", common.report_to)
     args = grpo_config(cfg, common, out, report_to)
