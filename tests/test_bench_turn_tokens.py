@@ -107,13 +107,17 @@ def test_select_rows_applies_the_stages_filters(tmp_path: Path):
     assert 0 < len(half["grpo"]) < len(rows["grpo"])
 
 
-def test_table_prints_a_row_per_set_and_source():
-    a = tt.summarize([10, 900], [30, 2700], {"turn_tokens": 768, "max_response_length": 2048}, extra=1)
-    pr = tt.summarize([50, 60], [200, 240], {"max_prompt_length": 1024})
+def test_table_prints_a_row_per_set_and_source_with_the_sweep_columns():
+    caps = {"turn_tokens": 768, "max_response_length": 2048, "max_prompt_length": 1024}
+    a = tt.summarize([10, 900], [30, 2700], {"turn_tokens": 768, "max_response_length": 2048, "turn_1024": 1024},
+                     extra=1)
+    pr = tt.summarize([50, 1060], [200, 4000], {"max_prompt_length": 1024})
     res = {"repair": {"mbpp": {"answer": a, "prompt": pr, "feedback_turn": {"count": 0}, "no_reference": 0},
                       "longest": []}}
-    out = tt.table(res, {"turn_tokens": 768, "max_response_length": 2048})
-    assert "| repair | mbpp | 2 | 10 | 900 | 900 | 900 | 1 (50.0 %) | 0 (0.0 %) | 3.0 | 60 / 60 | - |" in out
+    out = tt.table(res, caps, (768, 1024)).splitlines()
+    assert out[0].startswith("| set | source | answers | p50 | p90 | p99 | max | cut at 768 (turn) | cut at 1,024 |")
+    assert out[2] == ("| repair | mbpp | 2 | 10 | 900 | 900 | 900 | 1 (50.0 %) | 0 (0.0 %) | 0 (0.0 %) | 3.0 "
+                      "| 1 (50.0 %) | 1,060 / 1,060 | - |")
 
 
 @pytest.mark.slow

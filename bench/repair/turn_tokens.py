@@ -267,21 +267,31 @@ def measure(enc: Any, rows: Mapping[str, Sequence[Problem]], cfg: EnvConfig, cap
     return out
 
 
-def table(results: Mapping[str, Any], caps: Mapping[str, int]) -> str:
-    """A Markdown table of :func:`measure`'s answers (and prompt/feedback p99) per set and source."""
-    tt, mr = caps["turn_tokens"], caps["max_response_length"]
-    lines = [f"| set | source | answers | p50 | p90 | p99 | max | > {tt} (turn) | > {mr:,} (GRPO) | chars/token "
-             "| prompt p99 / max | feedback turn p99 / max |", "|---" * 12 + "|"]
+def _cut(o: Mapping[str, Any]) -> str:
+    return f"{o['count']} ({100 * o['share']:.1f} %)"
+
+
+def table(results: Mapping[str, Any], caps: Mapping[str, int], sweep: Sequence[int] = ()) -> str:
+    """A Markdown table of :func:`measure`'s ``results``: per set and source the answers' count, p50/p90/p99/max
+    tokens, the answers cut at ``turn_tokens``, at each ``sweep`` cap (columns only for those :func:`measure` was
+    given) and at ``max_response_length``, chars per token, the prompts over ``max_prompt_length`` (verl drops
+    them), the prompt's and the feedback turn's p99 / max."""
+    tt, mr, mp = caps["turn_tokens"], caps["max_response_length"], caps["max_prompt_length"]
+    extra = [n for n in sweep if n != tt]
+    head = ["set", "source", "answers", "p50", "p90", "p99", "max", f"cut at {tt:,} (turn)",
+            *[f"cut at {n:,}" for n in extra], f"cut at {mr:,} (GRPO)", "chars/token", f"prompts > {mp:,}",
+            "prompt p99 / max", "feedback turn p99 / max"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for name, per in results.items():
         for src, s in per.items():
             if src == "longest" or not s["answer"].get("count"):
                 continue
             a, pr, fb = s["answer"], s["prompt"], s["feedback_turn"]
-            o1, o2 = a["over_turn_tokens"], a["over_max_response_length"]
-            fbs = f"{fb['p99']} / {fb['max']}" if fb.get("count") else "-"
-            lines.append(f"| {name} | {src} | {a['count']:,} | {a['p50']} | {a['p90']} | {a['p99']:,} | {a['max']:,} "
-                         f"| {o1['count']} ({100 * o1['share']:.1f} %) | {o2['count']} ({100 * o2['share']:.1f} %) "
-                         f"| {a['chars_per_token']} | {pr['p99']} / {pr['max']:,} | {fbs} |")
+            cells = [name, src, f"{a['count']:,}", a["p50"], a["p90"], f"{a['p99']:,}", f"{a['max']:,}",
+                     _cut(a["over_turn_tokens"]), *[_cut(a[f"over_turn_{n}"]) for n in extra],
+                     _cut(a["over_max_response_length"]), a["chars_per_token"], _cut(pr["over_max_prompt_length"]),
+                     f"{pr['p99']:,} / {pr['max']:,}", f"{fb['p99']} / {fb['max']}" if fb.get("count") else "-"]
+            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 
 
@@ -357,7 +367,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
                            "rule": "cap_holding: p99 answer + room + <|im_end|>, rounded up to 64; episode = "
                                    "max_prompt_length + turns x cap + (turns - 1) x feedback_chars"},
     }
-    print(table(results, caps))
+    print(table(results, caps, SWEEP))
     print(f"repair p99 answer {p99} tokens: a cap of {cap} holds it with {args.room} tokens of room "
           f"(episode {episode:,} tokens vs ppo_max_token_len_per_gpu {hardware.get('ppo_max_token_len_per_gpu')})")
     args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
