@@ -213,7 +213,8 @@ def test_7b_profile_effective_verl_and_trl_config(tmp_path):
     assert s["optim.lr"] == "1e-05" and s["optim.lr_scheduler_type"] == "cosine" and s["data.max_length"] == "4096"
     assert p["sft"]["epochs"] == 2 and p["train"]["max_completion_length"] == 2048
     assert p["dpo"]["lora_r"] == 64 and p["dpo"]["launch"] == {"processes": 4, "mode": "ddp"}
-    assert p["repair"]["turn_tokens"] == 768 and "{prompt}" not in p["repair"]["feedback_template"]
+    assert p["repair"]["turn_tokens"] == 1024 and "{prompt}" not in p["repair"]["feedback_template"]
+    assert g["data.max_prompt_length"] == "1536"  # bench/repair/turn_tokens.json: 1,024 dropped 22 GRPO prompts
     assert p["repair"]["train"]["warmup_epochs"] == 0
     assert p["eval"]["backend"] == "vllm" and p["eval"]["greedy"]["max_new_tokens"] == 1024
     # the tiny values of params.yaml do not leak

@@ -212,7 +212,7 @@ def test_local_grpo_and_repair_train_on_the_same_share(tmp_path, monkeypatch):
     assert read_metrics(tmp_path / "metrics/grpo/seed-1.json")["rl_share"]["rl_prompts"] == len(want)
     rep = _stage("repair")
     monkeypatch.setattr(local_repair, "run_repair_training",
-                        lambda tcfg, env, common, model, ps, *a: seen.update(repair=_ids(ps)) or {})
+                        lambda tcfg, env, common, model, ps, *a, **k: seen.update(repair=_ids(ps)) or {})
     out = rep._train(Params(params), Params(params).section("repair", RepairParams), tmp_path / "problems", "m",
                      None, tmp_path / "models" / "repair", tmp_path / "curves.tsv")
     assert seen["repair"] == want and out["train_set"]["rl_share"]["rl_prompts"] == len(want)
