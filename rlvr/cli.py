@@ -11,6 +11,7 @@ Commands::
     rlvr --version                                                 # rlvr's version (rlvr.__version__)
     rlvr check                                                     # params, datasets, model id, judge, GPUs
     rlvr time-limits [--dataset humanevalplus:v0.1.10]             # re-measure the committed EvalPlus limits
+    rlvr recorded-margin --id ID --decision accept [--args A]      # record a reference near its settle cap
 
 ``rlvr judge`` lives in :mod:`rlvr.cli_judge`. Subcommand modules are imported only when that subcommand runs, so
 ``rlvr --help`` stays fast. To add a command that lives in another module, add ``"name":
