@@ -168,7 +168,7 @@ def recorded_margin(problem_id: str, problems_dir: Path, args: str | None, solut
     from rlvr.data.schema import read_problems
     from rlvr.io import atomic_write_text
     from rlvr.judge.core import Judge
-    from rlvr.judge.recorded import RecordedMargins, propose
+    from rlvr.judge.recorded import RecordedMargins, program_sha256, propose
     from rlvr.judge.settle import measure_cpu
 
     problem = next((p for f in sorted(problems_dir.glob("*.jsonl")) for p in read_problems(f) if p.id == problem_id),
@@ -186,8 +186,8 @@ def recorded_margin(problem_id: str, problems_dir: Path, args: str | None, solut
             measured = measure_cpu(judge, problem, program, args=args, repeats=repeats)
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None
-    earlier = [e for e in table.entries if (e.problem, e.program_sha256, e.args) ==
-               (problem_id, propose(problem_id, program, base, measured, "accept", args).program_sha256, args)]
+    key = (problem_id, program_sha256(program), args)
+    earlier = [e for e in table.entries if (e.problem, e.program_sha256, e.args) == key]
     measured += [x for e in earlier for x in e.measured_cpu_s]  # a re-measurement widens the recorded range
     try:
         entry = propose(problem_id, program, base, measured, decision, args, note)  # type: ignore[arg-type]
