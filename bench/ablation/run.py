@@ -186,15 +186,29 @@ def dpo_hash(lock: Path) -> str | None:
 
 
 def machine() -> dict[str, Any]:
-    """Where it ran (no timing): OS, CPU count, Python, torch/transformers/trl versions."""
+    """Where it ran (no timing): OS, CPU count, the CUDA GPUs' names (empty on CPU), Python, torch/transformers/trl
+    versions."""
     vers: dict[str, str | None] = {}
     for lib in ("torch", "transformers", "trl"):
         try:
             vers[lib] = __import__(lib).__version__
         except ImportError:
             vers[lib] = None
+    gpus: list[str] = []
+    try:
+        import torch
+
+        gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except (ImportError, RuntimeError):
+        pass
     return {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "python": platform.python_version(), **vers}
+            "python": platform.python_version(), "gpus": gpus, **vers}
+
+
+def where(m: Mapping[str, Any]) -> str:
+    """``"CPU"`` or ``"<n> × <GPU name>"`` from :func:`machine`'s record (the device the stages picked: ``auto``)."""
+    g = m.get("gpus") or []
+    return f"{len(g)} × {g[0]}" if g else "CPU"
 
 
 def _run(argv: list[str], log: Path) -> None:
@@ -249,8 +263,10 @@ def run_final_eval(base: Mapping[str, Any], mode: str, seeds: Sequence[int], w: 
               help="(mode, seed) runs at once, started in the interleaved order")
 @click.option("--collect-only", is_flag=True, help="only collect what exists under --work")
 @click.option("--note", default="", help="recorded with the inputs (e.g. how models/dpo was built)")
+@click.option("--commit", default="", help="the commit to record where the tree is not a git clone (the GPU machine's "
+              "copy); default: `git rev-parse HEAD`")
 def main(n_seeds: int, modes: str, work: str, out: Path, params_path: Path, final_eval: bool, force: bool,
-         jobs: int, collect_only: bool, note: str) -> None:
+         jobs: int, collect_only: bool, note: str, commit: str) -> None:
     """Run GRPO + its evals for seeds 1..N under each reward mode and write the results file."""
     os.chdir(ROOT)
     mode_list = [m.strip() for m in modes.split(",") if m.strip()]
@@ -274,30 +290,31 @@ def main(n_seeds: int, modes: str, work: str, out: Path, params_path: Path, fina
             with mode_lock[mode]:
                 run_final_eval(base, mode, [s for s in seeds if grpo_done(w, s)], w, str(seed))
         with lock:
-            write_results(out, Path(work), mode_list, seeds, base, roles, note)
+            write_results(out, Path(work), mode_list, seeds, base, roles, note, commit)
 
     pairs = [] if collect_only else [(s, m) for s in seeds for m in mode_list]  # seed 1 dense, seed 1 sparse, …
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for f in [pool.submit(step, s, m) for s, m in pairs]:
             f.result()
-    write_results(out, Path(work), mode_list, seeds, base, roles, note)
+    write_results(out, Path(work), mode_list, seeds, base, roles, note, commit)
     click.echo(f"wrote {out}")
 
 
 def write_results(out: Path, work: Path, modes: Sequence[str], seeds: Sequence[int], base: Mapping[str, Any],
-                  roles: Mapping[str, str], note: str = "") -> dict[str, Any]:
+                  roles: Mapping[str, str], note: str = "", commit: str = "") -> dict[str, Any]:
     """Collect (:func:`collect`) and write the results file ``out`` (JSON, keys sorted); returns it. ``params`` holds
     the sections the GRPO phase and its evals read; ``seeds_done`` the seeds every mode finished (paired)."""
     runs = collect(work, modes, seeds, roles)
+    mach = machine()
     paired = [s for s in seeds if all(str(s) in runs.get(m, {}) for m in modes)]
     res = {
         "schema": 1,
-        "what": "sparse vs dense GRPO reward, embedded default (CPU), same models/dpo, seeds 1..N",
-        "commit": _git("rev-parse", "HEAD"),
+        "what": f"sparse vs dense GRPO reward, embedded default ({where(mach)}), same models/dpo, seeds 1..N",
+        "commit": commit or _git("rev-parse", "HEAD"),
         "dirty_code": bool(_git("status", "--porcelain", "--", "rlvr", "stages", "dvc.yaml", "params.yaml")),
         "command": shlex.join([Path(sys.executable).name, *sys.argv]),
         "runner": "stage scripts (dvc.yaml's grpo and eval commands), not dvc exp: see bench/ablation/run.py",
-        "machine": machine(),
+        "machine": mach,
         "inputs": {"models/dpo": dpo_hash(ROOT / "dvc.lock"), "note": note},
         "params": {k: base.get(k) for k in ("engine", "reward_shaping", "train", "grpo", "baseline", "judge")}
                   | {"eval": {k: (base.get("eval") or {}).get(k) for k in ("datasets", "greedy", "sampling", "n",

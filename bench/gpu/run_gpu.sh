@@ -146,6 +146,11 @@ run_part() {
         --out-root "models/scale$n" --metrics-root "metrics/scale$n" --eval-root "metrics/scale${n}_eval" \
         --eval-dir "data/eval/scale$n"
       find .cache/train -type d -name checkpoints -prune -exec rm -rf {} + 2>/dev/null ;;
+    # the sparse-vs-dense ablation (issue 42 item 7, one-GPU half): bench/ablation/run.py on this GPU, the embedded
+    # default's GRPO phase from the carried models/dpo; ABL_SEEDS seeds, ABL_JOBS runs at once; the results file is
+    # rewritten after each seed (a part cut short keeps its paired seeds) into $OUT/ablation_gpu.json
+    ablation) part ablation $PY bench/ablation/run.py --seeds "${ABL_SEEDS:-10}" --jobs "${ABL_JOBS:-8}" \
+      --out "$OUT/ablation_gpu.json" --work .cache/ablation --commit "${ABL_COMMIT:-}" --note "${ABL_NOTE:-}" ;;
     # place:DIR: DIR becomes models/base hard-linked (no copy), standing in for a stage's output that an earlier
     # sitting produced, so a later stage can start on a 30-minute lease (the placement is a recorded part)
     place:*) local dest="${1#place:}"
