@@ -213,7 +213,9 @@ def where(m: Mapping[str, Any]) -> str:
 
 def _run(argv: list[str], log: Path) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the stages import this tree's rlvr, not an installed copy
+    # the stages import this tree's rlvr, not an installed copy; the rest of PYTHONPATH stays (the GPU machines carry
+    # their dependencies on it: bench/gpu/run_gpu.sh)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
     env.setdefault("WANDB_MODE", "disabled")
     click.echo(f"$ {shlex.join(argv)}  (log {log})", err=True)
     with log.open("w") as fh:
