@@ -127,12 +127,26 @@ def test_splice_keeps_the_rest_of_the_page():
         render.splice("# no markers\n", "x")
 
 
-RESULTS = ROOT / "bench/ablation/results.json"
+def test_each_results_file_has_its_own_section_and_png():
+    assert render.png_name("bench/ablation/results.json") == "ablation_sparse_dense.png"
+    assert render.png_name("bench/ablation/results_1xh200.json") == "ablation_sparse_dense_1xh200.png"
+    a, b = (render.begin_marker(f"bench/ablation/{n}.json") for n in ("results", "results_1xh200"))
+    page = f"# A\n{a}\nold a\n{render.END}\nmiddle\n{b}\nold b\n{render.END}\ntail\n"
+    page = render.splice(render.splice(page, "new b\n", b), "new a\n", a)
+    assert page == f"# A\n{a}\nnew a\n{render.END}\nmiddle\n{b}\nnew b\n{render.END}\ntail\n"
+    gpu = {**_results(), "machine": {"cpus": 16, "gpus": ["NVIDIA H200"]}}
+    text = render.render_section(gpu, png=None)
+    assert "## Sparse vs dense, 5 seeds, 1 × NVIDIA H200" in text and "1 × NVIDIA H200, 16 CPUs" in text
+    assert "## Sparse vs dense, 5 seeds, CPU" in render.render_section({**_results(), "machine": {"cpus": 2}}, None)
 
 
-@pytest.mark.skipif(not RESULTS.is_file(), reason="bench/ablation/results.json not recorded yet (run.py)")
-def test_committed_section_is_the_rendering_of_the_committed_results():
-    res = json.loads(RESULTS.read_text())
+@pytest.mark.parametrize("results", render.RESULTS)
+def test_committed_section_is_the_rendering_of_the_committed_results(results):
+    if not (ROOT / results).is_file():
+        pytest.skip(f"{results} not recorded yet (run.py)")
+    res = json.loads((ROOT / results).read_text())
     page = (ROOT / "docs/results/ablations.md").read_text()
-    png = render.PNG if (ROOT / "docs/results" / render.PNG).is_file() else None
-    assert render.splice(page, render.render_section(res, png)) == page, "re-run bench/ablation/render.py"
+    name = render.png_name(results)
+    png = name if (ROOT / "docs/results" / name).is_file() else None
+    assert render.splice(page, render.render_section(res, png), render.begin_marker(results)) == page, \
+        "re-run bench/ablation/render.py"
