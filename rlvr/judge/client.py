@@ -6,7 +6,9 @@
 :class:`RemoteJudge` talks to
 
 * an rlvr judge server (:mod:`rlvr.judge.server`, ``rlvr sandbox serve``): ``/rlvr/judge`` and ``/rlvr/call_outputs``
-  do the whole work server-side, with the embedded judge's guards and verdicts;
+  do the whole work server-side, with the embedded judge's guards and verdicts; a client whose ``max_timeouts``
+  differs from the server judge's own (``/rlvr/info``) sends it with each ``/rlvr/judge`` request
+  (:meth:`RemoteJudge.native_max_timeouts`: the server may only lower its rule);
 * a plain SandboxFusion server (bytedance/SandboxFusion, or a fork such as ScaleBox) that has no ``/rlvr/*``
   endpoints (detected once with ``GET /rlvr/info`` → 404): every test becomes one ``/run_code`` request running a
   generated driver program; outputs are compared on this side (:mod:`rlvr.judge.fallback`, which also states the
@@ -35,6 +37,7 @@ from typing import Any
 
 import httpx
 
+from rlvr.config import ConfigError
 from rlvr.data.schema import CallTest, Problem
 from rlvr.judge.fallback import call_outputs_fallback, failure_from_stderr, judge_fallback
 from rlvr.judge.sandbox import SandboxError
@@ -58,8 +61,9 @@ class RemoteJudge(RetryingHTTP):
         backoff_s / max_backoff_s: base and cap of the jittered exponential backoff, seconds.
         concurrency: parallel requests of :meth:`judge_many` (and the HTTP connection pool size).
         native: force (``True``) or forbid (``False``) the ``/rlvr/*`` endpoints; ``None`` = detect once.
-        max_timeouts: fallback mode: after this many timed-out tests of a submission the rest are not run and count
-            as timeouts (the embedded judge's rule; 0 = run all).
+        max_timeouts: after this many timed-out tests of a submission the rest are not run and count as timeouts
+            (the embedded judge's rule; 0 = run all). Fallback mode applies it here; native mode sends it with each
+            ``/rlvr/judge`` request when it differs from the server judge's own (:meth:`native_max_timeouts`).
         max_wait_s: total seconds one request may spend waiting out ``503 Retry-After`` answers before giving up.
         transport: an ``httpx`` transport (tests: ``httpx.MockTransport``).
     Thread-safe; use as a context manager or call :meth:`close`.
@@ -87,6 +91,7 @@ class RemoteJudge(RetryingHTTP):
         self.max_timeouts = max_timeouts
         self._native = native
         self._native_lock = threading.Lock()  # one /rlvr/info probe, however many threads ask first
+        self._info: dict[str, Any] | None = None  # a native server's /rlvr/info ({} when it did not answer one)
         self._pool: ThreadPoolExecutor | None = None
 
     # ---------------------------------------------------------------------------------------------------- plumbing
@@ -118,9 +123,58 @@ class RemoteJudge(RetryingHTTP):
         if self._native is None:
             with self._native_lock:
                 if self._native is None:
-                    resp = self.call("GET", "/rlvr/info", 30.0)
-                    self._native = resp.status_code == 200
+                    self._native = self._probe()
         return self._native
+
+    def _probe(self) -> bool:
+        """``GET /rlvr/info``: whether it answered 200; keeps its JSON object for :meth:`server_max_timeouts`."""
+        resp = self.call("GET", "/rlvr/info", 30.0)
+        try:
+            data = resp.json() if resp.status_code == 200 else None
+        except ValueError:
+            data = None
+        self._info = data if isinstance(data, dict) else {}
+        return resp.status_code == 200
+
+    def server_max_timeouts(self) -> int | None:
+        """The server judge's own timeout rule, from ``GET /rlvr/info``'s ``max_timeouts`` (asked once, also when
+        ``native=True`` skipped detection); ``None`` for a server that does not say (an rlvr server older than
+        per-request ``max_timeouts``, whose rule is its judge's 3, or a judge without the rule) and in fallback mode
+        (this client applies its own rule). Raises :class:`RemoteUnavailable` when the server cannot be reached."""
+        if not self.is_native():
+            return None
+        if self._info is None:
+            with self._native_lock:
+                if self._info is None:
+                    self._probe()
+        value = (self._info or {}).get("max_timeouts")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+    def native_max_timeouts(self, key: str = "max_timeouts") -> int | None:
+        """What a native ``/rlvr/judge`` request carries as ``max_timeouts``: ``None`` when the server's own rule is
+        this client's (nothing sent: also at the default 3 with ``native=True`` and no probe, or on a server that does
+        not advertise its rule, whose rule is its judge's 3), else this client's value, which the server applies
+        (:func:`rlvr.judge.api.limits.check_max_timeouts`). Raises :class:`rlvr.config.ConfigError` (one line naming
+        ``key``, the value, the server's and the URL) when the server cannot apply it: a server that does not
+        advertise ``max_timeouts`` (older than the field: it would judge at its own rule), or a value the server
+        refuses (0 or above its own, unless its own is 0); :class:`RemoteUnavailable` when the server cannot be
+        reached."""
+        mine = self.max_timeouts
+        if self._info is None and self._native and mine == 3:
+            return None  # native forced, today's rule: no /rlvr/info request only to find the server's
+        server = self.server_max_timeouts()
+        if server == mine or (server is None and mine == 3):
+            return None
+        where = f"the judge server at {self.base_url}"
+        if server is None:
+            raise ConfigError(f"{key}={mine}: {where} does not take a per-request max_timeouts (its /rlvr/info gives "
+                              f"none: an rlvr server older than the field judges every request at its own rule, 3 by "
+                              f"default); upgrade the server, set 3, or judge in-process (unset RLVR_SANDBOX_URL)")
+        if server == 0 or 1 <= mine <= server:
+            return mine
+        asked = "0 (run every test)" if mine == 0 else str(mine)
+        raise ConfigError(f"{key}={asked}: {where} has max_timeouts={server} and a request may only lower it "
+                          f"(1 to {server}); set a value in that range or judge in-process (unset RLVR_SANDBOX_URL)")
 
     @staticmethod
     def _hang_timeout(problem: Problem, n_tests: int, checks: bool = True) -> float:
@@ -134,7 +188,8 @@ class RemoteJudge(RetryingHTTP):
 
         Never raises for the program's failures; an unreachable server gives verdict ``sandbox_error``. Raises
         ``ValueError`` (``UnknownLanguageError`` for a language the server cannot run) when the server rejects the
-        request (HTTP 400/422)."""
+        request (HTTP 400/422), :class:`rlvr.config.ConfigError` (a ``ValueError``) when a native server cannot apply
+        this client's ``max_timeouts`` (:meth:`native_max_timeouts`)."""
         t0 = time.monotonic()
         try:
             if self.is_native():
@@ -148,7 +203,11 @@ class RemoteJudge(RetryingHTTP):
     def _judge_native(self, problem: Problem, solution: str, language: str) -> JudgeResult:
         from rlvr.judge.languages import UnknownLanguageError
 
-        body = {"problem": problem.model_dump(mode="json"), "solution": solution, "language": language}
+        body: dict[str, Any] = {"problem": problem.model_dump(mode="json"), "solution": solution,
+                                "language": language}
+        max_timeouts = self.native_max_timeouts()
+        if max_timeouts is not None:
+            body["max_timeouts"] = max_timeouts
         resp = self.call(
             "POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body, require_id=True,
             id_in_body=True, infra_failure=_judge_infra,

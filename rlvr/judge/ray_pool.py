@@ -26,7 +26,8 @@ from rlvr.judge.core import RunResult
 from rlvr.judge.sandbox import SandboxError
 from rlvr.judge.verdict import JudgeResult
 
-__all__ = ["NODE_JUDGE_PREFIX", "SANDBOXES_PER_SHARD", "NodeJudge", "RayJudge", "node_shards", "node_workers"]
+__all__ = ["NODE_JUDGE_PREFIX", "SANDBOXES_PER_SHARD", "NodeJudge", "RayJudge", "node_actor_name", "node_shards",
+           "node_workers"]
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,17 @@ class RayJudge:
 NODE_JUDGE_PREFIX = "rlvr-node-judge-"
 
 
+def node_actor_name(node_id: str, i: int, n: int, max_timeouts: int = 3) -> str:
+    """The Ray name of a node's judge actor ``i`` of ``n`` whose judges stop a submission after ``max_timeouts``
+    timed-out tests: ``rlvr-node-judge-<node id>-<i>of<n>`` at the judge's default 3 (the name it always had),
+    ``rlvr-node-judge-<node id>-max_timeouts_<m>-<i>of<n>`` at another value. Callers reach the actors by name
+    (``get_if_exists``), so with one name for every value the first caller's judges would judge every caller's
+    submissions under its rule; with the rule in the name, callers of different values (another
+    ``reward_shaping.max_timeouts``, :mod:`rlvr.reward.timeouts`) get actors of their own each."""
+    tag = "" if max_timeouts == 3 else f"max_timeouts_{max_timeouts}-"
+    return f"{NODE_JUDGE_PREFIX}{node_id}-{tag}{i}of{n}"
+
+
 def _node_actor_class() -> Any:
     import ray
 
@@ -230,8 +242,10 @@ class NodeJudge:
     """Judge interface (``judge``, ``judge_many``, ``run_code``) backed by the judge actors of this Ray node.
 
     Every process on a node that builds a ``NodeJudge`` (verl's reward workers: ``reward.num_workers`` of them, each
-    awaiting up to 64 ``compute_score`` calls; the repair tools) reaches the same named actors
-    ``rlvr-node-judge-<node id>-<i>of<n>`` in the job's namespace, created by the first caller (``get_if_exists``)
+    awaiting up to 64 ``compute_score`` calls; the repair tools) with the same ``max_timeouts`` reaches the same named
+    actors ``rlvr-node-judge-<node id>-<i>of<n>`` (:func:`node_actor_name`: a value other than 3 is part of the name,
+    so callers of another value get actors of their own) in the job's namespace, created by the first caller
+    (``get_if_exists``)
     on this node (hard node affinity, ``num_cpus=0`` so they never wait for a CPU verl's workers hold). The node's
     ``workers`` sandboxes (:func:`node_workers`) are split over ``n`` actor processes (:func:`node_shards`; 8
     sandboxes each by default), actor ``i`` judging at most its share at once, so the node's judge load is bounded by
@@ -261,12 +275,15 @@ class NodeJudge:
 
     Must be built inside a Ray worker or driver (``ray.is_initialized()``); raises ``RuntimeError`` otherwise.
     ``shards``: actor processes (``None``/0 = automatic). ``factory``: ``"module:callable"`` building each actor's
-    judge from ``workers=`` (tests pass a fake). Every process of a node must use the same ``workers`` and
-    ``shards`` (the launcher passes them to all reward workers).
+    judge from ``workers=`` (tests pass a fake, whose actors then serve every caller of the same name).
+    ``max_timeouts``: the timeout rule of the judges ``factory`` builds (:func:`rlvr.reward.timeouts.node_factory`
+    makes the two agree); it names the actors and is this handle's ``max_timeouts``. Every process of a node must use
+    the same ``workers`` and ``shards`` (the launcher passes them to all reward workers); callers of different
+    ``max_timeouts`` each bound their own actors by ``workers``.
     """
 
     def __init__(self, workers: int | None = None, factory: str = "rlvr.judge.core:Judge",
-                 shards: int | None = None) -> None:
+                 shards: int | None = None, max_timeouts: int = 3) -> None:
         import os
 
         import ray
@@ -275,6 +292,7 @@ class NodeJudge:
             raise RuntimeError("NodeJudge needs a Ray worker or driver (ray.init() not called)")
         self._node_id = ray.get_runtime_context().get_node_id()
         self._factory = factory
+        self.max_timeouts = max_timeouts
         self.workers = node_workers(workers)
         self.shards = node_shards(self.workers, shards)
         n = len(self.shards)
@@ -285,8 +303,8 @@ class NodeJudge:
         self._shard_locks = [threading.Lock() for _ in range(n)]
 
     def actor_name(self, i: int) -> str:
-        """The Ray name of this node's actor ``i``: ``rlvr-node-judge-<node id>-<i>of<n>``."""
-        return f"{NODE_JUDGE_PREFIX}{self._node_id}-{i}of{len(self.shards)}"
+        """The Ray name of this node's actor ``i``: :func:`node_actor_name` of its node, share count and rule."""
+        return node_actor_name(self._node_id, i, len(self.shards), self.max_timeouts)
 
     def _acquire(self, i: int) -> Any:
         """A handle on actor ``i``: the live actor of that name, or a new one owned by this process (same options

@@ -12,15 +12,21 @@ Training judges only; evaluation keeps the judge's default. Where the rule is ap
 
 * :func:`reward_judge` — the reward's judge (:class:`rlvr.reward.scorer.RewardScorer`: the local engine's TRL reward
   and verl's ``compute_score``), the local repair loop's feedback judge and verl repair's feedback judge
-  (:func:`rlvr.repair.verl_tool._judge`): the embedded judge and a remote judge in SandboxFusion fallback mode get a
-  view of the same sandbox pool with the rule changed (a shallow copy: same workers, another ``max_timeouts``); a
-  judge that already applies the value is used as it is. An rlvr judge server applies its own judge's rule (3), so
-  another value with ``RLVR_SANDBOX_URL`` naming one is an error, as is a judge of unknown kind.
+  (:func:`rlvr.repair.verl_tool._judge`): the embedded judge and a remote judge get a view of the same pool with the
+  rule changed (:func:`rlvr.judge.rule.with_max_timeouts`: a shallow copy, same workers or connections, another
+  ``max_timeouts``); a judge that already applies the value is used as it is. A remote judge in SandboxFusion
+  fallback mode applies the rule on this side; an rlvr judge server (``RLVR_SANDBOX_URL`` naming one) is sent the
+  value with each ``/rlvr/judge`` request and applies it to that submission (:mod:`rlvr.judge.api.native`), which it
+  can for 1 to its own judge's value (3 for ``rlvr sandbox serve``): 0, a value above the server's, or a server
+  older than the field (its ``/rlvr/info`` does not say its rule) is a :class:`~rlvr.config.ConfigError` naming the
+  key, the value, the server's and its URL, raised here (the local engine calls this at stage start; verl's reward
+  workers at their first score). A judge of unknown kind asked for another value than its own is an error too.
 * :func:`node_judge` — the node's shared judge under verl (:class:`rlvr.judge.ray_pool.NodeJudge`): its actors build
   their judges from :func:`node_factory`'s ``"module:callable"`` (``rlvr.reward.timeouts:judge_max_timeouts_<n>``,
-  resolved by this module's ``__getattr__``). Every process of a node must pass the same value: the actors are
-  shared by name, and the first caller's factory builds them (the reward and the repair tools both pass
-  ``reward_shaping.max_timeouts``).
+  resolved by this module's ``__getattr__``). The actors are shared by name and their names carry the value
+  (:func:`rlvr.judge.ray_pool.node_actor_name`), so callers on a node that pass different values (the reward and
+  the repair tools both pass ``reward_shaping.max_timeouts``) get actors of their own value each, never another
+  caller's.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr.config import ConfigError
+from rlvr.judge.rule import with_max_timeouts
 
 __all__ = ["DEFAULT_MAX_TIMEOUTS", "load_max_timeouts", "node_factory", "node_judge", "reward_judge",
            "trajectory_key"]
@@ -68,17 +75,6 @@ def _check(max_timeouts: Any) -> int:
     return max_timeouts
 
 
-def _view(inner: Any, max_timeouts: int) -> Any:
-    """A judge sharing ``inner``'s pool and state, judging under ``max_timeouts`` (cached per judge and value)."""
-    with _views_lock:
-        per = _views.setdefault(inner, {})
-        if max_timeouts not in per:
-            view = copy.copy(inner)
-            view.max_timeouts = max_timeouts
-            per[max_timeouts] = view
-        return per[max_timeouts]
-
-
 def _capped_inner(judge: Any, max_timeouts: int) -> Any:
     """The unwrapped judge under ``max_timeouts`` (see :func:`reward_judge`)."""
     from rlvr.judge.client import RemoteJudge
@@ -88,13 +84,12 @@ def _capped_inner(judge: Any, max_timeouts: int) -> Any:
     if own == max_timeouts or (own is None and max_timeouts == DEFAULT_MAX_TIMEOUTS):
         return judge  # it applies the value already (a judge without the attribute: its own default, today's rule)
     if isinstance(judge, RemoteJudge):
-        if judge.is_native():
-            raise ConfigError(f"reward_shaping.max_timeouts={max_timeouts}: the judge server at {judge.base_url} "
-                              f"stops a submission after its own judge's {DEFAULT_MAX_TIMEOUTS} timed-out tests; set "
-                              f"{DEFAULT_MAX_TIMEOUTS} or judge in-process (unset RLVR_SANDBOX_URL)")
-        return _view(judge, max_timeouts)
+        view = with_max_timeouts(judge, max_timeouts)
+        if view.is_native():  # the server applies it per request: fail now when it cannot
+            view.native_max_timeouts("reward_shaping.max_timeouts")
+        return view
     if isinstance(judge, Judge):
-        return _view(judge, max_timeouts)
+        return with_max_timeouts(judge, max_timeouts)
     raise ConfigError(f"reward_shaping.max_timeouts={max_timeouts}: the training judge "
                       f"({type(judge).__module__}.{type(judge).__qualname__}, max_timeouts={own!r}) cannot apply it")
 
@@ -107,8 +102,10 @@ def reward_judge(judge: Any, max_timeouts: int) -> Any:
     :class:`rlvr.judge.preflight.GuardedJudge` around one of them (the result then counts its verdicts into the same
     guard). Returns ``judge`` itself when it applies the value already (always for the default, 3, on a judge that
     does not say: today's rule); else a view of the same pool (not to be closed: the stage closes its judge).
-    Raises :class:`rlvr.config.ConfigError` (one line) for a bad value, a judge server (native ``/rlvr/*`` endpoints:
-    its own rule applies) asked for another value, or a judge of another kind asked for another value."""
+    Raises :class:`rlvr.config.ConfigError` (one line) for a bad value, a judge server (native ``/rlvr/*`` endpoints)
+    that cannot apply the value (:meth:`rlvr.judge.client.RemoteJudge.native_max_timeouts`: a server older than
+    per-request ``max_timeouts``, or a value not in 1 … the server's own), or a judge of another kind asked for
+    another value; :class:`rlvr.judge.client.RemoteUnavailable` when a remote judge's server cannot be reached."""
     max_timeouts = _check(max_timeouts)
     from rlvr.judge.preflight import GuardedJudge
 
@@ -143,9 +140,7 @@ def node_judge(workers: int | None, shards: int | None, max_timeouts: int) -> An
     ``ConfigError`` for a bad value."""
     from rlvr.judge.ray_pool import NodeJudge
 
-    judge = NodeJudge(workers=workers, shards=shards, factory=node_factory(max_timeouts))
-    judge.max_timeouts = max_timeouts  # type: ignore[attr-defined]  # what its actors' judges apply
-    return judge
+    return NodeJudge(workers=workers, shards=shards, factory=node_factory(max_timeouts), max_timeouts=max_timeouts)
 
 
 def trajectory_key(max_timeouts: int) -> dict[str, int]:

@@ -22,6 +22,7 @@ from rlvr.judge.preflight import GuardedJudge
 from rlvr.judge.verdict import JudgeResult
 from rlvr.reward import scorer
 from rlvr.reward.modes import RewardConfig, RewardShaping, load_reward_config
+from rlvr.reward.scorer import RewardScorer, ScoreItem
 from rlvr.reward.trl import make_reward_funcs
 
 try:  # absent on main: each test then fails on its own (not one collection error)
@@ -114,8 +115,8 @@ def test_the_value_reaches_the_local_reward_judge_and_eval_keeps_the_default():
 
 
 def test_a_judge_that_cannot_apply_the_value_is_an_error_not_a_no_op():
-    """A judge of unknown kind, or an rlvr judge server (its own judge's rule applies), asked for another value than
-    its own: one line naming the key; at the default it is used as it is."""
+    """A judge of unknown kind asked for another value than its own: one line naming the key; at the default it is
+    used as it is. A remote judge in SandboxFusion fallback mode applies the value on this side."""
     from rlvr.judge.client import RemoteJudge
 
     class Fake:
@@ -126,13 +127,71 @@ def test_a_judge_that_cannot_apply_the_value_is_an_error_not_a_no_op():
         timeouts.reward_judge(Fake(), 1)
     fake = Fake()
     assert timeouts.reward_judge(fake, 3) is fake
-    server = RemoteJudge("http://judge.invalid:8080", native=True)
-    with pytest.raises(ConfigError, match=r"max_timeouts=1: the judge server at http://judge.invalid:8080"):
-        timeouts.reward_judge(server, 1)
     fallback = RemoteJudge("http://judge.invalid:8080", native=False)  # SandboxFusion /run_code: applied here
     assert timeouts.reward_judge(fallback, 1).max_timeouts == 1 and fallback.max_timeouts == 3
-    server.close()
     fallback.close()
+
+
+def _judge_server(info: dict[str, Any], bodies: list[dict[str, Any]]) -> Any:
+    """A RemoteJudge of a scripted rlvr judge server whose ``/rlvr/info`` says ``info``; ``/rlvr/judge`` bodies are
+    appended to ``bodies`` and answered with a timeout on every test."""
+    import json
+
+    import httpx
+
+    from rlvr.judge.client import RemoteJudge
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/rlvr/info":
+            return httpx.Response(200, json=info)
+        body = json.loads(request.content)
+        bodies.append(body)
+        n = len(body["problem"]["tests"])
+        jr = JudgeResult(verdict="timeout", passed=0, total=n, pass_ratio=0.0, judge_s=0.0).model_dump(mode="json")
+        rid = request.headers["x-request-id"]
+        return httpx.Response(200, json={**jr, "request_id": rid}, headers={"X-Request-ID": rid})
+
+    return RemoteJudge("http://judge.test:8080", transport=httpx.MockTransport(handler), backoff_s=0.01)
+
+
+def test_an_rlvr_judge_server_is_sent_the_value_per_request():
+    """``RLVR_SANDBOX_URL`` naming an rlvr judge server whose ``/rlvr/info`` says its rule (3): the reward's judge is a
+    view sending ``max_timeouts`` with each ``/rlvr/judge`` request, the stage's judge sends nothing (on main:
+    ConfigError for any value but 3, so a 7B profile could not train against a judge server)."""
+    bodies: list[dict[str, Any]] = []
+    with _judge_server({"judge_version": "x", "max_timeouts": 3}, bodies) as server:
+        view = timeouts.reward_judge(server, 1)
+        assert view is not server and view.max_timeouts == 1 and server.max_timeouts == 3
+        assert timeouts.reward_judge(server, 1) is view and timeouts.reward_judge(server, 3) is server
+        guard = GuardedJudge(server)
+        guarded = timeouts.reward_judge(guard, 2)
+        assert guarded.inner.max_timeouts == 2
+        gt = ground_truth(_problem())
+        [out] = RewardScorer(RewardConfig(mode="dense", shaping=RewardShaping(max_timeouts=1)), server).score(
+            [ScoreItem(gt, "t", LOOP)])
+        assert out.status == "timeout"
+        server.judge(_problem(), "pass")
+        guarded.judge(_problem(), "pass")
+    assert [b.get("max_timeouts") for b in bodies] == [1, None, 2]
+
+
+@pytest.mark.parametrize(("info", "value", "why"), [
+    ({"judge_version": "x"}, 1, r"does not take a per-request max_timeouts"),  # a server older than the field
+    ({"judge_version": "x", "max_timeouts": 3}, 4, r"has max_timeouts=3 and a request may only lower it \(1 to 3\)"),
+    ({"judge_version": "x", "max_timeouts": 3}, 0, r"has max_timeouts=3"),
+    ({"judge_version": "x", "max_timeouts": 1}, 2, r"has max_timeouts=1"),
+])
+def test_a_judge_server_that_cannot_apply_the_value_stops_the_stage_with_one_line(info, value, why):
+    bodies: list[dict[str, Any]] = []
+    with _judge_server(info, bodies) as server:
+        with pytest.raises(ConfigError) as err:
+            timeouts.reward_judge(server, value)
+    msg = str(err.value)
+    assert msg.startswith("reward_shaping.max_timeouts=") and "http://judge.test:8080" in msg and "\n" not in msg
+    import re
+
+    assert re.search(why, msg), msg
+    assert bodies == []  # refused before any rollout was judged
 
 
 def test_the_value_reaches_verls_reward_and_the_node_judge(tmp_path, monkeypatch):
@@ -170,8 +229,9 @@ def test_the_value_reaches_verls_reward_and_the_node_judge(tmp_path, monkeypatch
     built: dict[str, Any] = {}
 
     class FakeNodeJudge:
-        def __init__(self, workers=None, factory="rlvr.judge.core:Judge", shards=None):
-            built.update(workers=workers, shards=shards, factory=factory)
+        def __init__(self, workers=None, factory="rlvr.judge.core:Judge", shards=None, max_timeouts=3):
+            built.update(workers=workers, shards=shards, factory=factory, max_timeouts=max_timeouts)
+            self.max_timeouts = max_timeouts
 
     import ray
 
@@ -186,7 +246,8 @@ def test_the_value_reaches_verls_reward_and_the_node_judge(tmp_path, monkeypatch
         assert rverl.use_node_pool({"judge_pool": "node", "judge_pool_workers": 8,
                                     "reward_shaping": {"max_timeouts": 1}})
         node = scorer._default_judge
-        assert built == {"workers": 8, "shards": None, "factory": "rlvr.reward.timeouts:judge_max_timeouts_1"}
+        assert built == {"workers": 8, "shards": None, "factory": "rlvr.reward.timeouts:judge_max_timeouts_1",
+                         "max_timeouts": 1}  # the value names the node's actors (another value: other actors)
         assert node.max_timeouts == 1 and timeouts.reward_judge(node, 1) is node
         with pytest.raises(ConfigError, match="cannot apply"):
             timeouts.reward_judge(node, 2)
@@ -294,8 +355,6 @@ def test_a_looping_rollout_runs_one_test_under_max_timeouts_1():
     """The real embedded judge, through the reward's scorer: a program that loops on a 5-test problem (0.5 s per
     test) under max_timeouts=1 runs its first test only and the other four count as timeouts; at the default 3,
     three tests run. Not accepted and dense reward 0 either way; the judge itself keeps its rule (evaluation's)."""
-    from rlvr.reward.scorer import RewardScorer, ScoreItem
-
     problem = _problem(5, 0.5)
     with Judge(workers=1) as judge:
         scorers = {n: RewardScorer(RewardConfig(mode="dense", shaping=RewardShaping(max_timeouts=n)), judge)

@@ -12,6 +12,10 @@ Every violation is answered with a 4xx whose message names the field (never a 50
   character, no trailing ``/`` (a directory), at most :data:`MAX_NAME_COMPONENT` bytes per component and
   :data:`MAX_NAME_BYTES` in all, at most :data:`MAX_FILES` files; 400 (:func:`check_file_name`).
 * ``language``: a language of :mod:`rlvr.judge.languages` whose toolchain is installed; 400 (:func:`check_language`).
+* ``max_timeouts`` (``/rlvr/judge``): absent (the server judge's own rule), or an int in ``1 …`` the server judge's
+  own ``max_timeouts`` (any int ``>= 0`` when that is 0: it runs every test already); 0 ("run every test") or a
+  value above the server's is refused, so a request can only lower what it costs; 422 for a negative or non-integer
+  value, 400 otherwise (:func:`check_max_timeouts`).
 * Request body: at most ``RLVR_SANDBOX_MAX_BODY_MB`` MiB (default 32); 413, decided from ``Content-Length`` before any
   byte is read and by counting the streamed bytes otherwise (:class:`BodyLimit`, installed by
   :func:`rlvr.judge.api.app.create_app`).
@@ -21,8 +25,9 @@ Every violation is answered with a 4xx whose message names the field (never a 50
 The ranges bound what one request can cost the server (a worker for at most ``tests × (60 s + 2 s) + 60 s`` of
 runs, plus, for a problem with a special checker, ``tests × checker.time_limit_s`` of checks and at most
 ``max_timeouts`` checks broken by the submission's output with their reference checks, ``2 × max_timeouts ×
-checker.time_limit_s``: :class:`rlvr.judge.scoring.CheckBudget`; a sandbox of at most 4 GiB); they are the server's,
-not a dataset's hyperparameters.
+checker.time_limit_s``: :class:`rlvr.judge.scoring.CheckBudget`, where ``max_timeouts`` is the server judge's own
+value: a request's is never above it; a sandbox of at most 4 GiB); they are the server's, not a dataset's
+hyperparameters.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ __all__ = [
     "Seconds",
     "check_file_name",
     "check_language",
+    "check_max_timeouts",
     "check_memory_mb",
     "check_problem_limits",
     "check_timeout_s",
@@ -133,6 +139,22 @@ def check_language(language: str, field: str = "language") -> None:
         get_language(language)
     except UnknownLanguageError as exc:
         raise BadRequest(f"field '{field}': {exc} (available: {', '.join(available_languages())})") from exc
+
+
+def check_max_timeouts(value: int, own: int | None, field: str = "max_timeouts") -> int:
+    """``value``, a request's timeout rule (an int >= 0, pydantic-checked), if the server's judge may apply it:
+    ``1 <= value <= own``, or any value when ``own`` (the server judge's own ``max_timeouts``) is 0. A request can
+    only lower the work one submission costs: 0 (run every test) or a value above ``own`` would raise it past the
+    server's cost bound (module doc). Raises :class:`BadRequest` naming ``field`` and both values otherwise, or when
+    the server's judge has no timeout rule (``own`` is ``None``)."""
+    if own is None:
+        raise BadRequest(f"field '{field}': {value} asked for, but this server's judge has no max_timeouts rule to "
+                         f"lower")
+    if own == 0 or 1 <= value <= own:
+        return value
+    asked = "0 (run every test)" if value == 0 else str(value)
+    raise BadRequest(f"field '{field}': {asked} is above this server's max_timeouts={own}; a request may ask for "
+                     f"1 to {own}")
 
 
 def check_problem_limits(problem: Any, field: str = "problem") -> None:
