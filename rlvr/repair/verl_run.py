@@ -48,8 +48,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     its ``max_timeouts`` (the judge's timeout rule, :mod:`rlvr.reward.timeouts`) also reaches the agent loop's
     feedback judge and, when not the default 3, the run folder's key.
     Before launching, it prints the attention backend (:func:`rlvr.train.verl.launch.log_attention`) to stderr.
-    Returns ``{engine, method, attention: {attn_implementation, use_remove_padding}
-    (:func:`rlvr.train.verl.overrides.resolve_attention` of the profile, as for ``run_grpo_verl``), steps, checkpoint,
+    Returns ``{engine, method, attention: {attn_implementation, use_remove_padding, use_dynamic_bsz}
+    (:func:`rlvr.train.verl.launch.attention_record` of the profile, as for ``run_grpo_verl``), steps, checkpoint,
     reward_first, reward_last}``.
     Raises :class:`rlvr.config.ConfigError` first when ``repair.train``'s batch or precision params disagree with
     verl's (:func:`rlvr.train.verl.mapping.check_grpo_batch`).
@@ -66,7 +66,7 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     from rlvr.train.verl.commands import grpo_command, write_overrides
     from rlvr.train.verl.environ import propagated_env, ray_env, worker_env
     from rlvr.train.verl.mapping import check_grpo_batch, save_freq_for, steps_for
-    from rlvr.train.verl.overrides import VerlParams, grpo_overrides, load_profile, resolve_attention
+    from rlvr.train.verl.overrides import VerlParams, grpo_overrides, load_profile
     from rlvr.train.verl.record import portable_path
     from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, pre_launch, trajectory_params
 
@@ -122,9 +122,8 @@ def run_repair_verl(cfg: Any, params_path: str | Path, model_path: str, train: S
     rows = vlogs.step_rows(logs, run, "sparse", train_f, val_f)
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     ckpt = vlaunch._publish(ckpt_dir, out_model_dir, "actor", run, python, runner, target_steps=steps)
-    attn, rmpad = resolve_attention(hw)
     return {"engine": "verl", "method": "verl agent loop, repair protocol (feedback user turns, last program graded)",
-            "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
+            "attention": vlaunch.attention_record(hw),
             "steps": rows[-1]["step"] if rows else 0, "checkpoint": portable_path(ckpt, run),
             **{k.replace("reward_mean", "reward"): v for k, v in vlogs.summarise(rows, "reward_mean").items()},
             **vlogs.judge_failures(rows)}

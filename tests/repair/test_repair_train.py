@@ -212,6 +212,7 @@ def test_verl_repair_records_attention_and_passes_the_turn_budget(tmp_path, monk
     from rlvr.layout import split_metrics
     from rlvr.repair.eval import RepairParams
     from rlvr.repair.verl_run import run_repair_verl
+    from rlvr.train.verl.mapping import resolve_dynamic_bsz
     from rlvr.train.verl.overrides import load_profile, resolve_attention
 
     monkeypatch.setenv("RLVR_CACHE_DIR", str(tmp_path / "cache"))
@@ -227,9 +228,11 @@ def test_verl_repair_records_attention_and_passes_the_turn_budget(tmp_path, monk
     runner = FakeRunner(STEPS)
     m = run_repair_verl(cfg, params, "Qwen/X", problems[:4], problems[4:6], tmp_path / "models" / "repair",
                         tmp_path / "curves.tsv", runner=runner, check=None)
-    attn, rmpad = resolve_attention(load_profile(str(profile)))
-    assert m["attention"] == {"attn_implementation": attn, "use_remove_padding": rmpad}
-    assert f"verl attention: {attn} (use_remove_padding={rmpad})" in capsys.readouterr().err
+    hw = load_profile(str(profile))
+    attn, rmpad = resolve_attention(hw)
+    dyn = resolve_dynamic_bsz(hw, rmpad)
+    assert m["attention"] == {"attn_implementation": attn, "use_remove_padding": rmpad, "use_dynamic_bsz": dyn}
+    assert f"verl attention: {attn} (use_remove_padding={rmpad}, use_dynamic_bsz={dyn})" in capsys.readouterr().err
     scores, _, prov = split_metrics({"training": {"engine": "verl", **m}})  # the stage's report["training"]
     assert prov["training"]["attention"] == m["attention"] and "training" not in scores
     argv = next(a for a, _ in runner.calls if "verl.trainer.main_ppo" in a)

@@ -37,7 +37,13 @@ from rlvr.train.verl import logs as vlogs
 from rlvr.train.verl.checkpoints import drop_optimizer
 from rlvr.train.verl.commands import Runner, grpo_command, launch, run_teed, sft_command, write_overrides
 from rlvr.train.verl.environ import NOSET_CUDA_VISIBLE_DEVICES, propagated_env, ray_env, worker_env
-from rlvr.train.verl.mapping import check_grpo_batch, check_sft_batch, save_freq_for, steps_for
+from rlvr.train.verl.mapping import (
+    check_grpo_batch,
+    check_sft_batch,
+    resolve_dynamic_bsz,
+    save_freq_for,
+    steps_for,
+)
 from rlvr.train.verl.merge import merge
 from rlvr.train.verl.overrides import (
     VerlParams,
@@ -53,6 +59,7 @@ from rlvr.train.verl.resume import GRPO_LOAD_CONTENTS, SFT_LOAD_CONTENTS, mark_f
 from rlvr.train.verl.validation import final_dev
 
 __all__ = [
+    "attention_record",
     "cluster_preflight",
     "judge_preflight",
     "log_attention",
@@ -64,10 +71,21 @@ __all__ = [
 ]
 
 
-def log_attention(profile: VerlProfile) -> None:
-    """Print the attention backend a verl launch will use (``resolve_attention``) to stderr, for the stage's log."""
+def attention_record(profile: VerlProfile) -> dict[str, Any]:
+    """``{attn_implementation, use_remove_padding, use_dynamic_bsz}`` a verl launch of ``profile`` uses on this
+    machine (:func:`rlvr.train.verl.mapping.resolve_attention`, :func:`~rlvr.train.verl.mapping.resolve_dynamic_bsz`),
+    recorded in the stage's metrics."""
     attn, rmpad = resolve_attention(profile)
-    print(f"verl attention: {attn} (use_remove_padding={rmpad})", file=sys.stderr)
+    return {"attn_implementation": attn, "use_remove_padding": rmpad,
+            "use_dynamic_bsz": resolve_dynamic_bsz(profile, rmpad)}
+
+
+def log_attention(profile: VerlProfile) -> None:
+    """Print the attention backend and micro batching a verl launch will use (:func:`attention_record`) to stderr,
+    for the stage's log."""
+    r = attention_record(profile)
+    print(f"verl attention: {r['attn_implementation']} (use_remove_padding={r['use_remove_padding']}, "
+          f"use_dynamic_bsz={r['use_dynamic_bsz']})", file=sys.stderr)
 
 
 def next_attempt_log(run_dir: str | Path) -> tuple[Path, list[Path]]:
@@ -169,10 +187,9 @@ def run_grpo_verl(
     vlogs.write_tsv(curves_path, rows, vlogs.GRPO_COLUMNS)
     dev = final_dev(vlogs.read_file_logs(logs), val_files, rows[-1]["step"] if rows else None)
     ckpt = _publish(ckpt_dir, out_model_dir, "actor", run, python, runner, target_steps=steps)
-    attn, rmpad = resolve_attention(profile)
     return {
         "engine": "verl",
-        "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
+        "attention": attention_record(profile),
         "reward_mode": reward_mode,
         "steps": rows[-1]["step"] if rows else 0,
         "checkpoint": portable_path(ckpt, run),
@@ -232,10 +249,9 @@ def run_sft_verl(
     vlogs.write_tsv(curves_path, rows, vlogs.SFT_COLUMNS)
     ckpt = _publish(ckpt_dir, out_model_dir, None, run, python, runner, target_steps=steps)
     val = [r["val_loss"] for r in rows if r.get("val_loss") is not None]
-    attn, rmpad = resolve_attention(profile)
     return {
         "engine": "verl",
-        "attention": {"attn_implementation": attn, "use_remove_padding": rmpad},
+        "attention": attention_record(profile),
         "steps": rows[-1]["step"] if rows else 0,
         "val_loss": val[-1] if val else None,
         "checkpoint": portable_path(ckpt, run),

@@ -15,8 +15,9 @@ from typing import Any
 from rlvr.config import ConfigError
 from rlvr.train.verl.params import VerlParams, VerlProfile
 
-__all__ = ["SAVE_LOSS_FRACTION", "check_grpo_batch", "check_sft_batch", "epochs_for", "local_or_id",
-           "ray_env_override", "resolve_attention", "save_freq_for", "scheduler_for", "steps_for"]
+__all__ = ["SAVE_LOSS_FRACTION", "check_grpo_batch", "check_sft_batch", "epochs_for", "fit_micro_batch",
+           "local_or_id", "ray_env_override", "resolve_attention", "resolve_dynamic_bsz", "save_freq_for",
+           "scheduler_for", "steps_for"]
 
 
 def epochs_for(total_epochs: int, total_training_steps: int | None) -> int:
@@ -50,6 +51,39 @@ def resolve_attention(profile: VerlProfile, has_flash_attn: bool | None = None) 
     if rmpad and attn != "flash_attention_2":
         raise ConfigError(f"profile use_remove_padding: true needs flash_attention_2 (attention is {attn})")
     return attn, rmpad
+
+
+def resolve_dynamic_bsz(profile: VerlProfile, use_remove_padding: bool) -> bool:
+    """verl's ``use_dynamic_bsz`` for a profile whose padding removal resolved to ``use_remove_padding``
+    (:func:`resolve_attention`): the profile's value when it is a bool, else (``auto``) ``use_remove_padding``.
+
+    Why ``auto`` follows padding removal: verl 0.9.1 packs a dynamic micro batch to ``max_token_len`` tokens of the
+    rows' *unpadded* lengths (``verl/utils/seqlen_balancing.py`` ``rearrange_micro_batches``: the count of micro
+    batches is the batch's unpadded tokens over the budget, the rows spread by Karmarkar-Karp over workload, not
+    grouped by length); without padding removal the engine pads each micro batch to its longest row
+    (``verl/workers/engine/fsdp/transformer_impl.py`` ``prepare_model_inputs``), so its logits (padded tokens x
+    152,064 for Qwen2.5) grow with longest / mean row length. The 7B sittings' random weights wrote every row to the
+    cap (mean 1,200–1,600 of at most 2,048 response tokens), which hides it; a policy whose programs are 100–1,000
+    tokens fills the same budget with several times the rows, each padded to the longest. Fixed micro batches
+    (:func:`fit_micro_batch`) bound it, and pad only the few rows of a micro batch to their own longest."""
+    if isinstance(profile.use_dynamic_bsz, bool):
+        return profile.use_dynamic_bsz
+    return use_remove_padding
+
+
+def fit_micro_batch(rows: int, token_budget: int, seq_tokens: int, rows_per_gpu: int, name: str) -> int:
+    """Rows per fixed (not token-packed) verl micro batch: the largest divisor of ``rows_per_gpu`` that is at most
+    ``rows`` (the profile's micro batch) and at most ``token_budget // seq_tokens`` (the budget, tokens, padded to
+    the length caps ``seq_tokens`` = prompt + response caps), so a micro batch never holds more than
+    ``token_budget`` tokens, padded, whatever the policy writes. A divisor because verl 0.9.1 splits a batch of
+    ``rows_per_gpu`` into equal chunks and asserts that they divide it (``verl/workers/engine/utils.py``
+    ``prepare_micro_batches``). Raises :class:`ConfigError` naming ``name`` (the profile key of ``token_budget``)
+    when one row at the caps is over the budget."""
+    cap = min(rows, token_budget // seq_tokens)
+    if cap < 1:
+        raise ConfigError(f"profile {name}={token_budget} tokens < one row at the length caps ({seq_tokens} tokens): "
+                          "one sequence would not fit a micro batch")
+    return max(d for d in range(1, cap + 1) if rows_per_gpu % d == 0)
 
 
 def steps_for(verl_steps: int | None, stage_steps: int | None, where: str) -> int | None:

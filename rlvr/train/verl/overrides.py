@@ -34,9 +34,11 @@ from rlvr.reward.verl import REWARD_MANAGER_MODULE, REWARD_MANAGERS
 from rlvr.train.verl.compat import RAY_HOOK_OVERRIDE
 from rlvr.train.verl.mapping import (
     epochs_for,
+    fit_micro_batch,
     local_or_id,
     ray_env_override,
     resolve_attention,
+    resolve_dynamic_bsz,
     save_freq_for,
     scheduler_for,
     steps_for,
@@ -102,6 +104,30 @@ def _kv(pairs: list[tuple[str, Any]]) -> list[str]:
 
 def _loggers(verl: VerlParams) -> list[str]:
     return ["console", "file", *[x for x in verl.loggers if x not in ("console", "file")]]
+
+
+def micro_batches(profile: VerlProfile, use_remove_padding: bool, seq_tokens: int, mini_rows_per_gpu: int,
+                  batch_rows_per_gpu: int) -> tuple[bool, int, int]:
+    """``(use_dynamic_bsz, ppo_micro_batch_size_per_gpu, log_prob_micro_batch_size_per_gpu)`` for a GRPO run (the
+    ``grpo`` stage or repair's training) whose rows are at most ``seq_tokens`` tokens (prompt + response caps):
+    packing follows :func:`rlvr.train.verl.mapping.resolve_dynamic_bsz`; with packing the profile's row counts go
+    to verl as they are (they then size nothing, the token budgets do); without it each is
+    :func:`rlvr.train.verl.mapping.fit_micro_batch` of the profile's count, its token budget
+    (``ppo_max_token_len_per_gpu``; ``log_prob_max_token_len_per_gpu``, default the former) and the rows it splits:
+    an update's mini batch per GPU (``mini_rows_per_gpu``) or a step's whole batch per GPU (``batch_rows_per_gpu``,
+    log-probs). Lowering a micro batch changes only how a step is split (verl scales each micro batch's loss by its
+    share of the mini batch), not the gradient. Raises :class:`ConfigError` when one row is over a budget."""
+    dyn = resolve_dynamic_bsz(profile, use_remove_padding)
+    if dyn:
+        return True, profile.ppo_micro_batch_size_per_gpu, profile.log_prob_micro_batch_size_per_gpu
+    lp_budget = profile.log_prob_max_token_len_per_gpu or profile.ppo_max_token_len_per_gpu
+    lp_name = ("log_prob_max_token_len_per_gpu" if profile.log_prob_max_token_len_per_gpu
+               else "ppo_max_token_len_per_gpu")
+    return (False,
+            fit_micro_batch(profile.ppo_micro_batch_size_per_gpu, profile.ppo_max_token_len_per_gpu, seq_tokens,
+                            max(1, mini_rows_per_gpu), "ppo_max_token_len_per_gpu"),
+            fit_micro_batch(profile.log_prob_micro_batch_size_per_gpu, lp_budget, seq_tokens,
+                            max(1, batch_rows_per_gpu), lp_name))
 
 
 def grpo_overrides(
@@ -178,16 +204,19 @@ def grpo_overrides(
     use_kl = grpo.beta > 0
     where = section
     seq = verl.max_prompt_length + verl.max_response_length
-    if profile.use_dynamic_bsz:  # verl's rearrange_micro_batches asserts that one sequence fits a micro batch
-        caps = [("ppo_max_token_len_per_gpu", profile.ppo_max_token_len_per_gpu)]
-        if profile.log_prob_max_token_len_per_gpu is not None:
-            caps.append(("log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu))
-        for name, cap in caps:
-            if cap < seq:
-                raise ConfigError(f"profile {name}={cap} tokens < verl.max_prompt_length + max_response_length = {seq} "
-                                  f"({where}): one sequence would not fit a micro batch")
+    # one sequence at the caps must fit a micro batch's token budget: verl's rearrange_micro_batches asserts it
+    # when packing, and fixed micro batches are sized to hold it (fit_micro_batch)
+    caps = [("ppo_max_token_len_per_gpu", profile.ppo_max_token_len_per_gpu)]
+    if profile.log_prob_max_token_len_per_gpu is not None:
+        caps.append(("log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu))
+    for name, cap in caps:
+        if cap < seq:
+            raise ConfigError(f"profile {name}={cap} tokens < verl.max_prompt_length + max_response_length = {seq} "
+                              f"({where}): one sequence would not fit a micro batch")
     steps = steps_for(verl.total_training_steps, getattr(grpo, "max_steps", None), where)
     attn, rmpad = resolve_attention(profile)
+    dyn, micro, lp_micro = micro_batches(profile, rmpad, seq, verl.ppo_mini_batch_size * grpo.num_generations // n_gpus,
+                                         verl.train_batch_size * grpo.num_generations // n_gpus)
     pairs: list[tuple[str, Any]] = [
         ("algorithm.adv_estimator", ADV_ESTIMATOR),  # verl's GRPO, unscored samples left out
         ("algorithm.norm_adv_by_std_in_grpo", grpo.scale_rewards == "group"),
@@ -214,8 +243,8 @@ def grpo_overrides(
         (f"{a}.actor.optim.weight_decay", float(grpo.weight_decay)),
         (f"{a}.actor.optim.clip_grad", float(grpo.max_grad_norm)),
         (f"{a}.actor.ppo_mini_batch_size", verl.ppo_mini_batch_size),
-        (f"{a}.actor.ppo_micro_batch_size_per_gpu", profile.ppo_micro_batch_size_per_gpu),
-        (f"{a}.actor.use_dynamic_bsz", profile.use_dynamic_bsz),
+        (f"{a}.actor.ppo_micro_batch_size_per_gpu", micro),
+        (f"{a}.actor.use_dynamic_bsz", dyn),
         (f"{a}.actor.ppo_max_token_len_per_gpu", profile.ppo_max_token_len_per_gpu),
         (f"{a}.actor.ppo_epochs", grpo.num_iterations),
         (f"{a}.actor.data_loader_seed", grpo.seed),
@@ -237,8 +266,8 @@ def grpo_overrides(
         (f"{a}.rollout.gpu_memory_utilization", float(profile.gpu_memory_utilization)),
         (f"{a}.rollout.max_num_batched_tokens", profile.max_num_batched_tokens),
         (f"{a}.rollout.max_num_seqs", profile.max_num_seqs),
-        (f"{a}.rollout.log_prob_micro_batch_size_per_gpu", profile.log_prob_micro_batch_size_per_gpu),
-        (f"{a}.ref.log_prob_micro_batch_size_per_gpu", profile.log_prob_micro_batch_size_per_gpu),
+        (f"{a}.rollout.log_prob_micro_batch_size_per_gpu", lp_micro),
+        (f"{a}.ref.log_prob_micro_batch_size_per_gpu", lp_micro),
         (f"{a}.ref.fsdp_config.param_offload", profile.ref_param_offload),
         *([(f"{a}.rollout.log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu),
            (f"{a}.ref.log_prob_max_token_len_per_gpu", profile.log_prob_max_token_len_per_gpu)]
@@ -319,14 +348,19 @@ def sft_overrides(
         if float(sft.epochs) != int(sft.epochs):
             raise ConfigError(f"sft.epochs={sft.epochs}: verl needs whole epochs (or set sft.max_steps)")
     attn, rmpad = resolve_attention(profile)
+    dyn = resolve_dynamic_bsz(profile, rmpad)
+    n_gpus = profile.n_gpus_per_node * profile.nnodes
+    sft_micro = profile.sft_micro_batch_size_per_gpu if dyn else fit_micro_batch(
+        profile.sft_micro_batch_size_per_gpu, profile.sft_max_token_len_per_gpu, verl.sft_max_length,
+        max(1, verl.sft_train_batch_size // n_gpus), "sft_max_token_len_per_gpu")
     pairs: list[tuple[str, Any]] = [
         ("data.train_files", str(train_files)),
         ("data.val_files", None if val_files is None else str(val_files)),
         ("data.messages_key", "messages"),
         ("data.train_batch_size", verl.sft_train_batch_size),
-        ("data.micro_batch_size_per_gpu", profile.sft_micro_batch_size_per_gpu),
+        ("data.micro_batch_size_per_gpu", sft_micro),
         ("data.max_token_len_per_gpu", profile.sft_max_token_len_per_gpu),
-        ("data.use_dynamic_bsz", profile.use_dynamic_bsz),
+        ("data.use_dynamic_bsz", dyn),
         ("data.max_length", verl.sft_max_length),
         ("data.truncation", "error"),
         ("model.path", local_or_id(model_path)),

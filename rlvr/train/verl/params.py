@@ -48,10 +48,18 @@ class VerlProfile(Section):
     Fields (verl 0.9.1 key in brackets, ``a.`` = ``actor_rollout_ref.``):
         model: default model (Hub id or local path) [``a.model.path``], used when ``verl.model`` is unset.
         n_gpus_per_node / nnodes [``trainer.*``].
-        use_dynamic_bsz / ppo_max_token_len_per_gpu: token-packed micro batches [``a.actor.*``].
+        use_dynamic_bsz [``a.actor.*``, ``a.rollout.*``, ``a.ref.*``; SFT ``data.*``]: token-packed micro batches of
+            at most ppo_max_token_len_per_gpu *unpadded* tokens; ``auto`` (default) = on exactly with padding
+            removal (:func:`rlvr.train.verl.mapping.resolve_dynamic_bsz`). Without padding removal verl pads each
+            micro batch to its longest row, so a packed micro batch holds (longest / mean row length) x the budget
+            in padded tokens: with a policy that writes short and long programs, several times the budget (random
+            weights, whose rows all run to the cap, never show it). Off, a micro batch is a fixed number of rows,
+            which :func:`rlvr.train.verl.mapping.fit_micro_batch` lowers until it fits the token budget padded to
+            the length caps, so memory is bounded whatever the policy writes.
         ppo_micro_batch_size_per_gpu [``a.actor.*``]; log_prob_micro_batch_size_per_gpu [``a.rollout.*``,
-            ``a.ref.*``]; log_prob_max_token_len_per_gpu [``a.rollout.*``, ``a.ref.*``; ``None`` = verl's default,
-            ``ppo_max_token_len_per_gpu``]: tokens per log-prob micro batch. Each micro batch materialises fp32
+            ``a.ref.*``]: rows per micro batch (at most; :func:`rlvr.train.verl.mapping.fit_micro_batch` without
+            ``use_dynamic_bsz``); log_prob_max_token_len_per_gpu [``a.rollout.*``, ``a.ref.*``; ``None`` = verl's
+            default, ``ppo_max_token_len_per_gpu``]: tokens per log-prob micro batch. Each micro batch materialises fp32
             logits of tokens x vocabulary (16,384 x 152,064 x 4 B = 10 GB for Qwen2.5-7B, twice over in the
             log-softmax: the lent 2 x H100 run died on an 18 GB allocation there), so large vocabularies need it small.
         gradient_checkpointing [``a.model.enable_gradient_checkpointing``].
@@ -71,7 +79,7 @@ class VerlProfile(Section):
     model: str
     n_gpus_per_node: int = Field(8, gt=0)
     nnodes: int = Field(1, gt=0)
-    use_dynamic_bsz: bool = True
+    use_dynamic_bsz: bool | Literal["auto"] = "auto"
     ppo_max_token_len_per_gpu: int = Field(16384, gt=0)
     ppo_micro_batch_size_per_gpu: int = Field(4, gt=0)
     log_prob_micro_batch_size_per_gpu: int = Field(8, gt=0)
