@@ -39,8 +39,9 @@ def test_auto_packs_exactly_with_padding_removal():
 
 
 @pytest.mark.parametrize(("rows", "budget", "seq", "per_gpu", "expect"), [
-    (2, 8192, 2560, 64, 2),     # GRPO update at the 7B caps: the profile's 2 rows fit (3 would)
-    (8, 8192, 2560, 256, 2),    # log-probs: 8 rows would be 20,480 padded tokens; 3 fit but do not divide 256
+    (2, 8192, 3584, 64, 2),     # GRPO update at the 7B caps (1,536 + 2,048): the profile's 2 rows fit
+    (8, 8192, 3584, 256, 2),    # log-probs: 8 rows would be 28,672 padded tokens
+    (8, 8192, 2560, 256, 2),    # shorter caps: 3 rows fit but do not divide 256
     (8, 8192, 2560, 96, 3),
     (2, 8192, 6608, 64, 1),     # a 3-turn repair row: one per micro batch
     (4, 16384, 4096, 6, 3),     # the largest divisor under the cap
@@ -73,7 +74,7 @@ def _grpo_overrides(tmp_path, profile, verl):
 
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
-@pytest.mark.parametrize(("response", "expect_micro"), [(1024, 2), (5072, 1)], ids=["grpo", "repair"])
+@pytest.mark.parametrize(("response", "expect_micro"), [(2048, 2), (5072, 1)], ids=["grpo", "repair"])
 def test_the_7b_profiles_train_fixed_micro_batches_within_the_budget_without_flash_attn(tmp_path, path, response,
                                                                                        expect_micro):
     prof = load_profile(path)
