@@ -405,12 +405,18 @@ def test_steps_attention_and_scheduler_are_mapped_or_rejected():
     with pytest.raises(ConfigError, match=r"grpo\.max_steps=7 and verl\.total_training_steps=5 disagree"):
         steps_for(5, 7, "grpo")
     auto = VerlProfile(model="m")
-    assert resolve_attention(auto, has_flash_attn=False) == ("sdpa", False)
+    assert resolve_attention(auto, has_flash_attn=False, packed_sdpa=False) == ("sdpa", False)
+    assert resolve_attention(auto, has_flash_attn=False, packed_sdpa=True) == ("sdpa", True)  # packed SDPA masks
     assert resolve_attention(auto, has_flash_attn=True) == ("flash_attention_2", True)
     with pytest.raises(ConfigError, match="flash_attn package is not installed"):
         resolve_attention(VerlProfile(model="m", attn_implementation="flash_attention_2"), has_flash_attn=False)
-    with pytest.raises(ConfigError, match="use_remove_padding: true needs flash_attention_2"):
-        resolve_attention(VerlProfile(model="m", use_remove_padding=True), has_flash_attn=False)
+    with pytest.raises(ConfigError, match="use_remove_padding: true needs flash_attention_2, or sdpa"):
+        resolve_attention(VerlProfile(model="m", use_remove_padding=True), has_flash_attn=False, packed_sdpa=False)
+    with pytest.raises(ConfigError, match=r"attention is eager"):
+        resolve_attention(VerlProfile(model="m", use_remove_padding=True, attn_implementation="eager"),
+                          has_flash_attn=False, packed_sdpa=True)
+    assert resolve_attention(VerlProfile(model="m", use_remove_padding=False), has_flash_attn=True) == \
+        ("flash_attention_2", False)
     with pytest.raises(ConfigError, match=r"grpo\.lr_scheduler_type: 'linear'"):
         grpo_overrides(GRPOParams(lr_scheduler_type="linear"), VerlParams(train_batch_size=8, ppo_mini_batch_size=8),
                        VerlProfile(model="m", n_gpus_per_node=1), train_files="t", val_files="v", model_path="m",

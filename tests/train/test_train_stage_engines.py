@@ -110,8 +110,8 @@ def test_sft_stage_verl_writes_parquet_and_overrides(env, monkeypatch):
     assert m["engine"] == "verl" and m["sft_set"]["accepted"] == 12  # the 12 train references of the small family
     parquet = next((env / "cache/train/sft").glob("*/sft_train.parquet"))
     assert pq.read_table(parquet).num_rows == 12
-    assert m["attention"] == {"attn_implementation": "sdpa", "use_remove_padding": False,
-                              "use_dynamic_bsz": False}  # no flash_attn on CPU: fixed micro batches
+    # no flash_attn on CPU: SDPA, with padding removal through transformers' packed-sequence masks, token-packed
+    assert m["attention"] == {"attn_implementation": "sdpa", "use_remove_padding": True, "use_dynamic_bsz": True}
     assert m["sft_set"]["length"]["dropped_over_length"] == 0 and m["sft_set"]["length"]["rows_kept"] == 12
     assert m["sft_set"]["val_length"]["rows_in"] == 4 and m["sft_set"]["val_length"]["dropped_over_length"] == 0
     assert (env / "metrics/eval_sft/synthetic.json").is_file()  # a scores file per dataset

@@ -1,6 +1,7 @@
-"""Micro batches verl trains on without padding removal (SDPA, no flash-attn): a token-packed micro batch is padded to
-its longest row, so ``use_dynamic_bsz: auto`` (the 7B profiles) packs only with padding removal, and fixed micro
-batches are sized so that rows x the length caps fit the token budget, whatever lengths the policy writes."""
+"""Micro batches verl trains on. Without padding removal a token-packed micro batch is padded to its longest row, so
+``use_dynamic_bsz: auto`` (the 7B profiles) packs only with padding removal (flash-attn, or SDPA with transformers'
+packed-sequence masks), and otherwise fixed micro batches are sized so that rows x the length caps fit the token
+budget, whatever lengths the policy writes."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from rlvr.train.verl.overrides import VerlParams, load_profile, micro_batches
 
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = [ROOT / "profiles" / f"qwen7b_{n}xh100.yaml" for n in (2, 4, 8)]
+
+
+@pytest.fixture
+def no_packed_sdpa(monkeypatch):
+    """A machine where neither flash-attn nor transformers' packed-sequence masks are available."""
+    import rlvr.train.verl.mapping as mapping
+
+    monkeypatch.setattr(mapping, "packed_sdpa_supported", lambda: False)
 
 
 @pytest.fixture
@@ -75,8 +84,8 @@ def _grpo_overrides(tmp_path, profile, verl):
 
 @pytest.mark.parametrize("path", PROFILES, ids=lambda p: p.stem)
 @pytest.mark.parametrize(("response", "expect_micro"), [(2048, 2), (5072, 1)], ids=["grpo", "repair"])
-def test_the_7b_profiles_train_fixed_micro_batches_within_the_budget_without_flash_attn(tmp_path, path, response,
-                                                                                       expect_micro):
+def test_the_7b_profiles_train_fixed_micro_batches_within_the_budget_without_padding_removal(
+        tmp_path, path, response, expect_micro, no_packed_sdpa):
     prof = load_profile(path)
     verl = VerlParams(max_prompt_length=1536, max_response_length=response, train_batch_size=32 * prof.n_gpus_per_node,
                       ppo_mini_batch_size=8 * prof.n_gpus_per_node)
@@ -104,3 +113,17 @@ def test_with_flash_attn_the_profile_packs_and_keeps_its_rows(tmp_path, flash_at
     a = cfg.actor_rollout_ref
     assert a.model.use_remove_padding is True and a.actor.use_dynamic_bsz is True
     assert a.actor.ppo_micro_batch_size_per_gpu == prof.ppo_micro_batch_size_per_gpu
+
+
+def test_with_packed_sdpa_the_profiles_remove_padding_and_pack(tmp_path):
+    """This machine: no flash-attn, a transformers that masks packed sequences: SDPA with padding removal, packed."""
+    from rlvr.train.verl.mapping import packed_sdpa_supported
+
+    if not packed_sdpa_supported():
+        pytest.skip("transformers < 4.56: no packed-sequence masks for SDPA")
+    prof = load_profile(PROFILES[1])
+    cfg = _compose(_grpo_overrides(tmp_path, prof, VerlParams(max_prompt_length=1536, max_response_length=2048)))
+    a = cfg.actor_rollout_ref
+    assert a.model.override_config.attn_implementation == "sdpa"
+    assert a.model.use_remove_padding is True and a.actor.use_dynamic_bsz is True
+    assert a.actor.ppo_max_token_len_per_gpu == prof.ppo_max_token_len_per_gpu  # real tokens: the budget holds

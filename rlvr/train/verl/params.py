@@ -66,8 +66,9 @@ class VerlProfile(Section):
         attn_implementation [``+a.model.override_config.attn_implementation``; SFT ``+model.override_config.*``]:
             ``auto`` = ``flash_attention_2`` where the ``flash_attn`` package is importable, else ``sdpa``
             (:func:`rlvr.train.verl.overrides.resolve_attention`; the choice is logged and recorded in the stage's
-            metrics). use_remove_padding [``a.model.*``]: ``None`` = on exactly with flash-attn (packed,
-            padding-free batches need its varlen kernels); ``true`` with another backend is an error.
+            metrics). use_remove_padding [``a.model.*``]: ``None`` = on with flash-attn, and with SDPA where
+            transformers masks packed sequences (>= 4.56; :func:`rlvr.train.verl.mapping.resolve_attention`);
+            ``true`` where neither holds is an error.
         param_offload / optimizer_offload [``a.actor.fsdp_config.*``]; ref_param_offload [``a.ref.fsdp_config.*``].
         rollout_tp [``a.rollout.tensor_model_parallel_size``]; gpu_memory_utilization (fraction of GPU memory vLLM
             may take) / max_num_batched_tokens / max_num_seqs [``a.rollout.*``].
