@@ -38,3 +38,25 @@ def test_committed_results_show_packing_past_the_budget_and_fixed_within_it():
     real = doc["results"]["capped_0"]  # references as the answers
     assert real["packed"]["padded_max_over_budget"] > 1 >= real["fixed"]["padded_max_over_budget"]
     assert doc["fixed_rows"] * (doc["caps"]["prompt"] + doc["caps"]["response"]) <= doc["budget_tokens"]
+
+
+spec2 = importlib.util.spec_from_file_location("packed_attention", ROOT / "bench/gpu/packed_attention.py")
+packed_attention = importlib.util.module_from_spec(spec2)
+spec2.loader.exec_module(packed_attention)
+
+
+def test_packed_attention_rows_are_seeded_and_packs_hold_the_budget():
+    a, b = packed_attention.rows(50, 3), packed_attention.rows(50, 3)
+    assert a == b and all(208 <= n <= 900 + 2048 for n in a)
+    groups = packed_attention.pack(a, 2048)
+    assert [n for g in groups for n in g] == a  # every row once, in order
+    assert all(sum(g) <= 2048 or len(g) == 1 for g in groups)
+
+
+def test_committed_packed_attention_figures_agree_with_the_docs():
+    doc = json.loads((ROOT / "bench/gpu/packed_attention.json").read_text())
+    speed = doc["speed_over_padded_packed_budget"]
+    assert speed["packed_sdpa"] > 1 > speed["padded_fixed"]  # what docs/training/verl.md reads from it
+    assert doc["packed_vs_padded_logprob_max_abs_diff"] < 0.1 and doc["gpu"]
+    page = (ROOT / "docs/training/verl.md").read_text()
+    assert f"{doc['results']['packed_sdpa']['real_tokens_per_s']:,.0f}" in page
