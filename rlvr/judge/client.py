@@ -40,8 +40,9 @@ import httpx
 from rlvr.config import ConfigError
 from rlvr.data.schema import CallTest, Problem
 from rlvr.judge.fallback import call_outputs_fallback, failure_from_stderr, judge_fallback
+from rlvr.judge.rule import lowers
 from rlvr.judge.sandbox import SandboxError
-from rlvr.judge.transport import RETRY_STATUS, RemoteUnavailable, RetryingHTTP
+from rlvr.judge.transport import RETRY_STATUS, RemoteUnavailable, RetryingHTTP, judge_infra, run_infra
 from rlvr.judge.verdict import JudgeResult, TestResult, Verdict, summarise
 
 __all__ = ["RETRY_STATUS", "RemoteJudge", "RemoteUnavailable", "get_judge", "reset_judge"]
@@ -170,7 +171,7 @@ class RemoteJudge(RetryingHTTP):
             raise ConfigError(f"{key}={mine}: {where} does not take a per-request max_timeouts (its /rlvr/info gives "
                               f"none: an rlvr server older than the field judges every request at its own rule, 3 by "
                               f"default); upgrade the server, set 3, or judge in-process (unset RLVR_SANDBOX_URL)")
-        if server == 0 or 1 <= mine <= server:
+        if lowers(server, mine):
             return mine
         asked = "0 (run every test)" if mine == 0 else str(mine)
         raise ConfigError(f"{key}={asked}: {where} has max_timeouts={server} and a request may only lower it "
@@ -210,7 +211,7 @@ class RemoteJudge(RetryingHTTP):
             body["max_timeouts"] = max_timeouts
         resp = self.call(
             "POST", "/rlvr/judge", self._hang_timeout(problem, len(problem.tests)), body, require_id=True,
-            id_in_body=True, infra_failure=_judge_infra,
+            id_in_body=True, infra_failure=judge_infra,
         )
         if resp.status_code == 200:
             try:
@@ -258,9 +259,9 @@ class RemoteJudge(RetryingHTTP):
     # ---------------------------------------------------------------------------------------------------- run_code
     def _post_run(self, body: dict[str, Any], timeout: float) -> dict[str, Any]:
         """POST ``body`` to ``/run_code`` (with a fresh ``X-Request-ID``, checked when the server echoes it; an
-        infrastructure answer retried as this one request, :func:`_run_infra`). Raises :class:`SandboxError` for any
-        answer other than a JSON object with HTTP 200."""
-        resp = self.call("POST", "/run_code", timeout, body, infra_failure=_run_infra)
+        infrastructure answer retried as this one request, :func:`rlvr.judge.transport.run_infra`). Raises
+        :class:`SandboxError` for any answer other than a JSON object with HTTP 200."""
+        resp = self.call("POST", "/run_code", timeout, body, infra_failure=run_infra)
         if resp.status_code != 200:
             raise SandboxError(f"/run_code answered HTTP {resp.status_code}: {self._detail(resp)}"[:2000])
         data = self._json(resp)
@@ -289,7 +290,7 @@ class RemoteJudge(RetryingHTTP):
         from rlvr.judge.languages import UnknownLanguageError
 
         try:
-            resp = self.call("POST", "/run_code", timeout_s + 90.0, body, infra_failure=_run_infra)
+            resp = self.call("POST", "/run_code", timeout_s + 90.0, body, infra_failure=run_infra)
             if resp.status_code in (400, 422):  # the request itself is wrong: raise, as the embedded judge does
                 detail = self._detail(resp)
                 if detail.startswith("field 'language'"):
@@ -332,36 +333,6 @@ class RemoteJudge(RetryingHTTP):
             stdout=stdout, stderr=stderr, time_s=float(run.get("execution_time") or 0.0),
             cpu_s=float(run.get("cpu_time") or 0.0),
         )
-
-def _body(resp: httpx.Response) -> Any:
-    if resp.status_code != 200:
-        return None
-    try:
-        return resp.json()
-    except ValueError:
-        return None
-
-
-def _judge_infra(resp: httpx.Response) -> str | None:
-    """Why a ``/rlvr/judge`` answer is an infrastructure failure: the server's own sandbox failed (verdict
-    ``sandbox_error``); ``None`` otherwise (an answer about the program, or an error handled by the caller)."""
-    data = _body(resp)
-    return "sandbox_error verdict" if isinstance(data, dict) and data.get("verdict") == "sandbox_error" else None
-
-
-def _run_infra(resp: httpx.Response) -> str | None:
-    """Why a ``/run_code`` answer is an infrastructure failure (SandboxFusion: ``status: "SandboxError"``, or a run
-    that did not happen: no ``run_result`` or its status ``Error``, when the program compiled); ``None`` otherwise."""
-    data = _body(resp)
-    if not isinstance(data, dict):
-        return None
-    if data.get("status") == "SandboxError":
-        return "SandboxError"
-    comp = data.get("compile_result") or {}
-    if comp and (comp.get("status") != "Finished" or comp.get("return_code")):
-        return None
-    run = data.get("run_result") or {}
-    return "no run result" if not run or run.get("status") == "Error" else None
 
 
 # ------------------------------------------------------------------------------------------------------ get_judge

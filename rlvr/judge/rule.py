@@ -15,11 +15,19 @@ import threading
 import weakref
 from typing import Any, TypeVar
 
-__all__ = ["with_max_timeouts"]
+__all__ = ["lowers", "with_max_timeouts"]
 
 _J = TypeVar("_J")
 _views: weakref.WeakKeyDictionary[Any, dict[int, Any]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
+
+
+def lowers(server: int, asked: int) -> bool:
+    """True when a judge whose own timeout rule is ``server`` may judge a request under ``asked`` (ints >= 0): a
+    request may only lower what a submission costs, so ``1 <= asked <= server``, or anything when ``server`` is 0
+    (it runs every test already). The one rule behind :func:`rlvr.judge.api.limits.check_max_timeouts` (the server)
+    and :meth:`rlvr.judge.client.RemoteJudge.native_max_timeouts` (the client)."""
+    return server == 0 or 1 <= asked <= server
 
 
 def with_max_timeouts(judge: _J, max_timeouts: int) -> _J:

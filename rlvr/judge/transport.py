@@ -33,7 +33,7 @@ import httpx
 
 from rlvr.judge.sandbox import SandboxError
 
-__all__ = ["REQUEST_ID_HEADER", "RETRY_STATUS", "RemoteUnavailable", "RetryingHTTP"]
+__all__ = ["REQUEST_ID_HEADER", "RETRY_STATUS", "RemoteUnavailable", "RetryingHTTP", "judge_infra", "run_infra"]
 
 #: HTTP statuses that mean "the service (or a proxy in front of it) could not answer now": retried.
 RETRY_STATUS: frozenset[int] = frozenset({502, 503, 504})
@@ -236,3 +236,35 @@ class RetryingHTTP:
             d = resp.text
         return d if isinstance(d, str) else str(d)
 
+
+# ------------------------------------------------------------- answers that are themselves an infrastructure failure
+def _body(resp: httpx.Response) -> Any:
+    """``resp``'s JSON body when it is a 200 with one, else ``None``."""
+    if resp.status_code != 200:
+        return None
+    try:
+        return resp.json()
+    except ValueError:
+        return None
+
+
+def judge_infra(resp: httpx.Response) -> str | None:
+    """Why a ``/rlvr/judge`` answer is an infrastructure failure: the server's own sandbox failed (verdict
+    ``sandbox_error``); ``None`` otherwise (an answer about the program, or an error handled by the caller)."""
+    data = _body(resp)
+    return "sandbox_error verdict" if isinstance(data, dict) and data.get("verdict") == "sandbox_error" else None
+
+
+def run_infra(resp: httpx.Response) -> str | None:
+    """Why a ``/run_code`` answer is an infrastructure failure (SandboxFusion: ``status: "SandboxError"``, or a run
+    that did not happen: no ``run_result`` or its status ``Error``, when the program compiled); ``None`` otherwise."""
+    data = _body(resp)
+    if not isinstance(data, dict):
+        return None
+    if data.get("status") == "SandboxError":
+        return "SandboxError"
+    comp = data.get("compile_result") or {}
+    if comp and (comp.get("status") != "Finished" or comp.get("return_code")):
+        return None
+    run = data.get("run_result") or {}
+    return "no run result" if not run or run.get("status") == "Error" else None

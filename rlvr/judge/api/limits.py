@@ -38,6 +38,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from rlvr.judge.api.common import BadRequest
+from rlvr.judge.rule import lowers
 
 __all__ = [
     "MAX_FILES",
@@ -150,7 +151,7 @@ def check_max_timeouts(value: int, own: int | None, field: str = "max_timeouts")
     if own is None:
         raise BadRequest(f"field '{field}': {value} asked for, but this server's judge has no max_timeouts rule to "
                          f"lower")
-    if own == 0 or 1 <= value <= own:
+    if lowers(own, value):
         return value
     asked = "0 (run every test)" if value == 0 else str(value)
     raise BadRequest(f"field '{field}': {asked} is above this server's max_timeouts={own}; a request may ask for "
