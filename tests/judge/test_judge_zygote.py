@@ -92,9 +92,13 @@ def test_every_module_of_the_routing_list_is_in_the_zygote_and_none_in_the_lean_
 
 def test_heavy_and_light_runners_report_the_same_cpu(judge1):
     """A heavy runner is the warden's child (clone(CLONE_PARENT)): its CPU and its tests' land in the warden's
-    RUSAGE_CHILDREN as a forked runner's do, in the sandbox's ``cpu_s``."""
+    RUSAGE_CHILDREN as a forked runner's do, in the sandbox's ``cpu_s``, and only once.
+
+    Each runner's two figures are compared with each other, never with the other runner's: the same loop's CPU
+    seconds differ between two submissions with the machine's load (CI measured 0.95 s and 0.54 s), but within one
+    submission the sandbox's count is the tests' count plus the runner's own overhead (about 0.01 s)."""
     p = stdio_problem([{"kind": "stdio", "stdin": str(i), "stdout": str(i)} for i in range(2)])
-    busy = "x = 0\nfor i in range(4 * 10**6):\n    x += i\nprint(input())\n"
+    busy = "x = 0\nfor i in range(6 * 10**6):\n    x += i\nprint(input())\n"
     spent = {}
     for name, code in (("light", busy), ("heavy", "import random\n" + busy)):
         c0 = judge1.sandbox_cpu_seconds()
@@ -102,8 +106,9 @@ def test_heavy_and_light_runners_report_the_same_cpu(judge1):
         assert res.verdict == "accepted"
         spent[name] = (judge1.sandbox_cpu_seconds() - c0, sum(t.cpu_s for t in res.tests))
     for sandbox_s, tests_s in spent.values():
-        assert tests_s > 0.2 and sandbox_s >= tests_s, spent
-    assert 0.6 < spent["heavy"][0] / spent["light"][0] < 1.6, spent
+        assert tests_s > 0.3, spent  # the loop ran and was measured
+        # counted (not lost outside the warden's children), and not twice (a double count adds tests_s again)
+        assert tests_s <= sandbox_s < 1.5 * tests_s, spent
 
 
 def zygote_pid(judge):
