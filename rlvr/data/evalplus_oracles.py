@@ -24,7 +24,13 @@ Source: ``evalplus`` 0.3.1, ``evalplus/eval/__init__.py::unsafe_execute`` and ``
   ``evalplus_release="0.3.1"`` (:data:`COMPAT`), to reproduce a table made with that release.
 * ``evalplus_release="pre-set-eq"`` turns ``set_eq`` back into the general rule (``out == exp``), as the evaluator
   that produced the published MBPP+ v0.1.0 tables compared those 8 tasks (before evalplus issue #148, April 2024):
-  an answer in another element order fails there, as it did in those tables.
+  an answer in another element order fails there, as it did in those tables. Its kind is ``eq_other_process``: the
+  general rule, with the reference's value taken **in another interpreter process** whose string hash seed differs
+  from the solution's (:func:`other_process_reference`). Those tables graded against ground truth that EvalPlus
+  had cached (pickled) from an earlier process, so a reference that returns ``list(set(...))`` of strings listed them
+  in another order than the same code did in the solution's process, and even the reference itself failed
+  (Qwen2.5-Coder's published MBPP+ v0.1.0 results: ``intersection_array`` and ``find_dissimilar``, both plus,
+  ``bench/parity/published.py``).
 
 Each becomes an :class:`~rlvr.data.schema.AssertTest` (the expected value or reference code inside the test code, as
 the benchmark's own tests are) keeping the call test's ``group`` and ``public``. :func:`evalplus_atols` applies
@@ -41,8 +47,9 @@ from typing import Any
 from rlvr.data.schema import AssertTest, CallTest
 from rlvr.judge.compare import is_floats
 
-__all__ = ["COMPAT", "EVALPLUS_FLOAT_ATOL", "ORACLES", "SUM_RULES", "SUM_SENSITIVE", "evalplus_atols", "oracle_kind",
-           "oracle_test", "poly_root_robust"]
+__all__ = ["COMPAT", "EVALPLUS_FLOAT_ATOL", "GENERAL_RULE_KINDS", "ORACLES", "OTHER_PROCESS_HASH_SEED", "SUM_RULES",
+           "SUM_SENSITIVE", "evalplus_atols", "oracle_kind", "oracle_test", "other_process_reference",
+           "poly_root_robust", "reference_source"]
 
 EVALPLUS_FLOAT_ATOL = 1e-6
 
@@ -64,8 +71,15 @@ ORACLES: dict[str, dict[str, str]] = {
 # which made the published MBPP+ v0.1.0 tables.
 COMPAT: dict[str, dict[str, str | None]] = {
     "0.3.1": {"poly_root": "poly_root_0.3.1"},
-    "pre-set-eq": {"set_eq": None},
+    "pre-set-eq": {"set_eq": "eq_other_process"},
 }
+#: Kinds whose test is the general rule (a :class:`~rlvr.data.schema.CallTest` with the expected value, EvalPlus's
+#: float tolerance included); only the way the reference's value is computed differs (:func:`reference_source`).
+GENERAL_RULE_KINDS = frozenset({"eq_other_process"})
+#: The string hash seed (``PYTHONHASHSEED``) of the process ``eq_other_process`` takes the reference's value in; the
+#: sandbox runs solutions with ``0`` (:data:`rlvr.judge.sandbox.bwrap.SANDBOX_ENV`), so any other value is "another
+#: process". Fixed, so the verdicts are the same on every run and machine.
+OTHER_PROCESS_HASH_SEED = 1
 _KINDS = {k for d in ORACLES.values() for k in d.values()} | {
     k for d in COMPAT.values() for k in d.values() if k is not None}
 
@@ -99,6 +113,39 @@ def oracle_kind(source: str, entry_point: str | None, release: str | None = None
     return COMPAT.get(release or "", {}).get(kind or "", kind)
 
 
+_OTHER_PROCESS = '''
+def {entry}(*args):
+    import ast, os, subprocess, sys
+    main = "\\nimport ast as _a, sys as _s\\nprint(repr({entry}(*_a.literal_eval(_s.stdin.read()))))\\n"
+    env = dict(os.environ, PYTHONHASHSEED="{seed}")
+    run = subprocess.run([sys.executable, "-s", "-B", "-c", {reference!r} + main], input=repr(list(args)),
+                         env=env, capture_output=True, text=True)
+    if run.returncode:
+        raise RuntimeError(run.stderr[-2000:])
+    return ast.literal_eval(run.stdout)
+'''
+
+
+def other_process_reference(reference: str, entry_point: str, seed: int = OTHER_PROCESS_HASH_SEED) -> str:
+    """Code defining ``entry_point`` as the ``reference`` run in a child interpreter with ``PYTHONHASHSEED=seed``
+    (one child per call, inside the same sandbox; it ends before the call returns).
+
+    The call's arguments go to the child as their ``repr`` and its result comes back the same way, so a list or tuple
+    keeps the child's element order (which, for elements built from a set of strings, follows the child's hash seed)
+    while a set compares equal whatever the order. This is the ground truth of ``eq_other_process``: EvalPlus
+    before the set-equality oracle compared ``out == exp`` with ``exp`` unpickled from an earlier process's run.
+    Raises nothing itself; in the sandbox a failing child raises ``RuntimeError`` with its stderr."""
+    return _OTHER_PROCESS.format(entry=entry_point, seed=int(seed), reference=reference)
+
+
+def reference_source(kind: str | None, reference: str, entry_point: str) -> str:
+    """The code whose result on each input is a test's expected value under oracle ``kind``: ``reference`` itself,
+    or for ``eq_other_process`` that reference run in another process (:func:`other_process_reference`)."""
+    if kind == "eq_other_process":
+        return other_process_reference(reference, entry_point)
+    return reference
+
+
 def oracle_test(kind: str, test: CallTest, expected: str | None, atol: float, reference: str = "",
                 entry_point: str = "") -> AssertTest:
     """The assert test deciding ``test`` under oracle ``kind`` (see the module docstring).
@@ -111,8 +158,9 @@ def oracle_test(kind: str, test: CallTest, expected: str | None, atol: float, re
             ground-truth time).
     Raises ``ValueError`` for an unknown kind or a missing expectation."""
     a = test.args
-    if kind not in _KINDS:
-        raise ValueError(f"unknown EvalPlus oracle {kind!r}")
+    if kind not in _KINDS or kind in GENERAL_RULE_KINDS:
+        raise ValueError(f"unknown EvalPlus oracle {kind!r}" if kind not in _KINDS else
+                         f"oracle {kind!r} is the general rule: a CallTest with the expected value, not an assert")
     if kind not in ("not_none", "always", "poly_root_0.3.1") and expected is None:
         raise ValueError(f"oracle {kind!r} needs the reference's result")
     if kind == "set_eq":

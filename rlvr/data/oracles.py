@@ -31,11 +31,13 @@ from typing import Any, Protocol
 
 from rlvr.data.evalplus_limits import is_evalplus, set_time_limits
 from rlvr.data.evalplus_oracles import (
+    GENERAL_RULE_KINDS,
     SUM_RULES,
     SUM_SENSITIVE,
     evalplus_atols,
     oracle_test,
     poly_root_robust,
+    reference_source,
     repr_may_be_floats,
 )
 from rlvr.data.schema import CallTest, Problem
@@ -131,7 +133,7 @@ def fill_expected(
         if not p.solutions:
             return None, "no_solution"
         try:
-            runs = [outputs(p, p.solutions[0])]
+            runs = [outputs(p, reference_source(p.meta.get("evalplus_oracle"), p.solutions[0], p.entry_point or ""))]
             if p.meta.get("evalplus_oracle") in SUM_SENSITIVE:  # the reference under each float-summation rule
                 runs += [outputs(p, SUM_RULES[rule] + "\n" + p.solutions[0]) for rule in sorted(SUM_RULES)]
             return runs, None
@@ -172,7 +174,8 @@ def fill_expected(
                 failed += 1
             elif len(values) > 1 and not poly_root_robust(t.args, list(values), atol_rec):
                 sum_dependent += 1
-            elif p.meta.get("evalplus_oracle"):  # EvalPlus special oracle (rlvr.data.evalplus_oracles)
+            elif p.meta.get("evalplus_oracle") and p.meta["evalplus_oracle"] not in GENERAL_RULE_KINDS:
+                # EvalPlus special oracle (rlvr.data.evalplus_oracles)
                 exp = canonical_set_literal(value) if p.meta["evalplus_oracle"] == "set_eq" else value
                 new_tests.append(oracle_test(p.meta["evalplus_oracle"], t, exp, float(p.meta.get("evalplus_atol", 0))))
             else:

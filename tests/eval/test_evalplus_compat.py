@@ -141,7 +141,8 @@ def test_judge_reads_both_spellings(tmp_path, monkeypatch):
 
 def test_pre_set_eq_release_is_known_everywhere():
     assert oracle_kind("mbppplus", "similar_elements") == "set_eq"
-    assert oracle_kind("mbppplus", "similar_elements", "pre-set-eq") is None  # the general rule: out == exp
+    # the general rule (out == exp) against the reference run in another process
+    assert oracle_kind("mbppplus", "similar_elements", "pre-set-eq") == "eq_other_process"
     assert oracle_kind("humanevalplus", "find_zero", "pre-set-eq") == "poly_root"
     GovernanceParams(datasets=[], evalplus_release="pre-set-eq")  # a governance hyperparameter too
 
@@ -164,3 +165,51 @@ def test_pre_set_eq_reproduces_order_sensitive_verdicts(tmp_path, monkeypatch, j
         statuses[release] = (doc["eval"]["Mbpp/2"][0]["base_status"], doc["eval"]["Mbpp/2"][0]["plus_status"])
     assert statuses[None] == ("pass", "pass")
     assert statuses["pre-set-eq"] == ("fail", "fail")
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
+def test_pre_set_eq_grades_against_a_reference_from_another_process(tmp_path, monkeypatch, judge):
+    """Qwen2.5-Coder-7B's published MBPP+ v0.1.0 verdicts fail its ``intersection_array`` (the reference's own code)
+    on the plus inputs whose intersection is a set of strings: that evaluator compared ``out == exp`` with ``exp``
+    cached from another process, whose string hash seed ordered the set differently. ``pre-set-eq`` reproduces it
+    (the reference's value is taken with ``PYTHONHASHSEED=1``, the solution runs with ``0``); the current oracle and
+    the integer-only base inputs pass. On today's code before this rule both columns passed."""
+    monkeypatch.setattr("rlvr.judge.client.get_judge", lambda: judge)
+    sol = "def intersection_array(arr1, arr2):\n    return list(set(arr1) & set(arr2))\n"
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": "Mbpp/249", "solution": sol}) + "\n")
+    got = {}
+    for release in (None, "pre-set-eq"):
+        args = ["judge", "--dataset", "mbppplus:v0.1.0", "--samples", str(samples), "--problems-dir",
+                str(tmp_path / "none"), "--out", str(tmp_path / "v.jsonl")]
+        r = CliRunner().invoke(main, args + (["--evalplus-release", release] if release else []))
+        assert r.exit_code == 0, r.output
+        row = json.loads((tmp_path / "s_eval_results.json").read_text())["eval"]["Mbpp/249"][0]
+        got[release] = (row["base_status"], row["plus_status"], row["plus_fail_tests"])
+    assert got[None] == ("pass", "pass", [])
+    base, plus, failed = got["pre-set-eq"]
+    assert (base, plus) == ("pass", "fail")
+    # the first failing input holds strings (an int's hash, and so its place in a set, does not depend on the seed)
+    assert any(isinstance(x, str) for arg in failed[0] for x in arg), failed
+
+
+def test_other_process_reference_orders_a_string_set_by_its_own_seed():
+    """The wrapper runs the reference in a child with the given seed: the same code gives that seed's order."""
+    import subprocess
+    import sys
+
+    from rlvr.data.evalplus_oracles import other_process_reference
+
+    ref = "def f(a):\n    return list(set(a))\n"
+    words = [f"w{i}" for i in range(12)]
+    orders = {}
+    for seed in (0, 1):
+        code = other_process_reference(ref, "f", seed) + f"\nprint(f({words!r}))\n"
+        # the parent's own seed (here 0) does not matter: the child's does
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={"PYTHONHASHSEED": "0", "PATH": "/usr/bin:/bin"})
+        direct = subprocess.run([sys.executable, "-c", ref + f"\nprint(f({words!r}))\n"], capture_output=True,
+                                text=True, check=True, env={"PYTHONHASHSEED": str(seed)})
+        orders[seed] = run.stdout
+        assert run.stdout == direct.stdout
+    assert orders[0] != orders[1]  # 12 strings: the two seeds' orders differ (checked once, fixed seeds)
