@@ -1,12 +1,14 @@
-"""Re-derive a model's published MBPP+ v0.1.0 verdicts with ``rlvr judge --evalplus-release pre-set-eq``.
+"""Re-derive a model's published EvalPlus verdicts (MBPP+ v0.1.0, HumanEval+ v0.1.9) with ``rlvr judge``.
 
     python bench/parity/published.py --qwen-repo /path/to/QwenLM/Qwen2.5-Coder --work /tmp/published \
-        [--models 7b-base 1.5b-base] [--out bench/parity/published_mbppplus_v0.1.0.json]
+        [--models 7b-base 1.5b-base] [--datasets mbpp humaneval] [--out bench/parity/published_qwen2.5-coder.json]
 
-Qwen2.5-Coder's repository publishes, per base model, the MBPP+ v0.1.0 completions its report was scored on
-(``qwencoder-eval/base/outptus/qwen2.5-coder/<model>/evalplus/mbpp/generated.jsonl``) and EvalPlus's per-task
-verdicts of them (``generated_eval_results.json``: ``base_status`` / ``plus_status`` per task, dataset hash
-``ebe95df0d5220f00cedd6f4bddea35e4`` = MBPP+ v0.1.0, September 2024, an evaluator older than the set-equality oracle).
+Qwen2.5-Coder's repository publishes, per base model, the completions its report was scored on
+(``qwencoder-eval/base/outptus/qwen2.5-coder/<model>/evalplus/<mbpp|humaneval>/generated.jsonl``) and EvalPlus's
+per-task verdicts of them (``generated_eval_results.json``: ``base_status`` / ``plus_status`` per task; September
+2024). The dataset hashes name the releases: ``ebe95df0…`` = MBPP+ v0.1.0 (judged with ``--evalplus-release
+pre-set-eq``: that evaluator predates the set-equality oracle), ``84f4b93a…`` = HumanEval+ v0.1.9 (the current
+rules).
 ``--qwen-repo`` is a git directory (read with ``git show HEAD:<path>``, e.g. the bare mirror ``fetch`` makes) or a
 checkout. Their files are read, not copied into rlvr (the repository states no licence); the output holds task ids and
 statuses only.
@@ -15,7 +17,7 @@ Each model's completions are judged by the ``rlvr`` on ``PATH`` (``RLVR`` to ove
 ``generated_eval_results.json`` is then compared task by task with the published one. Output: per model, the
 published and rlvr pass@1 (base, base + extra), the tasks agreeing, and every disagreeing task with both statuses and
 rlvr's verdict line (verdict, passed/total, message), for ``docs/judge/parity.md``. Cost on the 2-core CPU box: about
-4.5 min per model (most of it computing the expected outputs of 396 problems).
+MBPP+ about 4.5 min per model (most of it computing the expected outputs of 396 problems), HUMANEVAL_COST.
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-PREFIX = "qwencoder-eval/base/outptus/qwen2.5-coder/{model}/evalplus/mbpp/"
-V010_HASH = "ebe95df0d5220f00cedd6f4bddea35e4"
+PREFIX = "qwencoder-eval/base/outptus/qwen2.5-coder/{model}/evalplus/{dataset}/"
+#: published folder → (rlvr dataset, EvalPlus's dataset hash of that release, extra ``rlvr judge`` options)
+DATASETS: dict[str, tuple[str, str, list[str]]] = {
+    "mbpp": ("mbppplus:v0.1.0", "ebe95df0d5220f00cedd6f4bddea35e4", ["--evalplus-release", "pre-set-eq"]),
+    "humaneval": ("humanevalplus:v0.1.9", "84f4b93a1270b492e4c54d5212da7a5b", []),
+}
 
 
-def read_published(repo: Path, model: str, name: str) -> bytes:
-    """Bytes of ``name`` of ``model``'s published MBPP+ files in ``repo`` (git directory or checkout).
+def read_published(repo: Path, model: str, dataset: str, name: str) -> bytes:
+    """Bytes of ``name`` of ``model``'s published ``dataset`` files in ``repo`` (git directory or checkout).
     Raises ``FileNotFoundError`` naming the path when it is in neither."""
-    rel = PREFIX.format(model=model) + name
+    rel = PREFIX.format(model=model, dataset=dataset) + name
     if (repo / rel).is_file():
         return (repo / rel).read_bytes()
     run = subprocess.run(["git", f"--git-dir={repo / '.git' if (repo / '.git').exists() else repo}", "show",
@@ -58,18 +64,20 @@ def pass_at_1(st: dict[str, tuple[str, str]]) -> dict[str, float]:
             "plus": round(sum(b == "pass" and p == "pass" for b, p in st.values()) / n, 4)}
 
 
-def compare(model: str, repo: Path, work: Path, rlvr: str) -> dict[str, Any]:
-    """Judge ``model``'s published completions in ``work/model`` and compare with its published verdicts."""
-    d = work / model
+def compare(model: str, dataset: str, repo: Path, work: Path, rlvr: str) -> dict[str, Any]:
+    """Judge ``model``'s published ``dataset`` completions in ``work/model/dataset`` and compare with its published
+    verdicts. Raises ``SystemExit`` when the published file is for another release or another task set."""
+    spec, digest, options = DATASETS[dataset]
+    d = work / model / dataset
     d.mkdir(parents=True, exist_ok=True)
     samples = d / "generated.jsonl"
-    samples.write_bytes(read_published(repo, model, "generated.jsonl"))
-    published = json.loads(read_published(repo, model, "generated_eval_results.json"))
-    if published.get("hash") != V010_HASH:
-        raise SystemExit(f"{model}: published results are for dataset hash {published.get('hash')}, not v0.1.0")
+    samples.write_bytes(read_published(repo, model, dataset, "generated.jsonl"))
+    published = json.loads(read_published(repo, model, dataset, "generated_eval_results.json"))
+    if published.get("hash") != digest:
+        raise SystemExit(f"{model}/{dataset}: published results are for dataset hash {published.get('hash')}, "
+                         f"not {spec}'s {digest}")
     out = d / "verdicts.jsonl"
-    cmd = [rlvr, "judge", "--dataset", "mbppplus:v0.1.0", "--evalplus-release", "pre-set-eq", "--samples",
-           str(samples), "--out", str(out)]
+    cmd = [rlvr, "judge", "--dataset", spec, *options, "--samples", str(samples), "--out", str(out)]
     subprocess.run(cmd, check=True)
     ours = json.loads((d / "generated_eval_results.json").read_text())
     pub_st, our_st = statuses(published), statuses(ours)
@@ -79,7 +87,8 @@ def compare(model: str, repo: Path, work: Path, rlvr: str) -> dict[str, Any]:
     differ = [{"task_id": t, "published": list(pub_st[t]), "rlvr": list(our_st[t]),
                "rlvr_verdict": {k: lines[t][k] for k in ("verdict", "passed", "total", "message")}}
               for t in sorted(pub_st, key=lambda t: int(t.split("/")[1])) if pub_st[t] != our_st[t]]
-    return {"model": f"Qwen2.5-Coder-{model}", "published_date": published.get("date"), "tasks": len(pub_st),
+    return {"model": f"Qwen2.5-Coder-{model}", "dataset": spec, "options": options,
+            "published_date": published.get("date"), "tasks": len(pub_st),
             "agreeing": len(pub_st) - len(differ), "pass@1_published": pass_at_1(pub_st),
             "pass@1_rlvr": pass_at_1(our_st), "disagreeing": differ}
 
@@ -90,19 +99,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--qwen-repo", type=Path, required=True)
     ap.add_argument("--work", type=Path, required=True)
     ap.add_argument("--models", nargs="+", default=["7b-base", "1.5b-base"])
-    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("published_mbppplus_v0.1.0.json"))
+    ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
+    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("published_qwen2.5-coder.json"))
     a = ap.parse_args(argv)
     rlvr = os.environ.get("RLVR") or shutil.which("rlvr") or str(Path(sys.executable).with_name("rlvr"))
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    results = [compare(m, a.qwen_repo, a.work, rlvr) for m in a.models]
-    doc = {"command": "bench/parity/published.py", "rlvr_commit": head, "release": "pre-set-eq",
-           "dataset": "mbppplus:v0.1.0", "models": results}
+    results = [compare(m, ds, a.qwen_repo, a.work, rlvr) for ds in a.datasets for m in a.models]
+    doc = {"command": "bench/parity/published.py", "rlvr_commit": head, "runs": results}
     tmp = a.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     tmp.replace(a.out)
     for r in results:
-        print(f"{r['model']}: {r['agreeing']}/{r['tasks']} tasks agree; pass@1 published {r['pass@1_published']}, "
-              f"rlvr {r['pass@1_rlvr']}; differ: {[x['task_id'] for x in r['disagreeing']]}")
+        differ = [x["task_id"] for x in r["disagreeing"]]
+        print(f"{r['model']} {r['dataset']}: {r['agreeing']}/{r['tasks']} tasks agree; "
+              f"pass@1 published {r['pass@1_published']}, rlvr {r['pass@1_rlvr']}; differ: {differ}")
     return 0
 
 
