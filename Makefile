@@ -51,7 +51,7 @@ repro: setup
 	@$(MAKE) -s --no-print-directory how-to-run
 
 test: setup
-	$(BIN)/pytest -q $(PYTEST_ARGS)
+	$(BIN)/pytest -q --durations=30 $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check rlvr stages tests bench docs_hooks
