@@ -58,3 +58,17 @@ def test_disagreeing_tasks_are_listed_with_rlvrs_verdict(tmp_path):
     (row,) = got["disagreeing"]
     assert row["task_id"] == "Mbpp/2" and row["published"] == ["pass", "pass"] and row["rlvr"] == ["fail", "fail"]
     assert row["rlvr_verdict"]["verdict"] == "wrong_answer"
+
+
+def test_table_lists_each_disagreement_with_rlvrs_verdict():
+    doc = {"runs": [{"model": "M", "dataset": "mbppplus:v0.1.0", "options": ["--evalplus-release", "pre-set-eq"],
+                     "published_date": "2024-09-24", "tasks": 3, "agreeing": 2,
+                     "pass@1_published": {"base": 1.0, "plus": 1.0}, "pass@1_rlvr": {"base": 1.0, "plus": 2 / 3},
+                     "disagreeing": [{"task_id": "Mbpp/599", "published": ["pass", "pass"], "rlvr": ["pass", "fail"],
+                                      "rlvr_verdict": {"verdict": "timeout", "passed": 89, "total": 91,
+                                                       "message": "time limit exceeded"}}]}]}
+    head, _, row = published.table(doc).splitlines()
+    assert head.startswith("| published run | tasks | agreeing |")
+    assert row.startswith("| M, `mbppplus:v0.1.0` --evalplus-release pre-set-eq (2024-09-24) | 3 | 2 | 1.000 / 1.000 "
+                          "| 1.000 / 0.667 |")
+    assert row.endswith("| Mbpp/599: pass/pass → pass/fail (timeout, 89/91) |")

@@ -2,6 +2,7 @@
 
     python bench/parity/published.py --qwen-repo /path/to/QwenLM/Qwen2.5-Coder --work /tmp/published \
         [--models 7b-base 1.5b-base] [--datasets mbpp humaneval] [--out bench/parity/published_qwen2.5-coder.json]
+    python bench/parity/published.py --table     # the committed results as docs/judge/parity.md's table
 
 Qwen2.5-Coder's repository publishes, per base model, the completions its report was scored on
 (``qwencoder-eval/base/outptus/qwen2.5-coder/<model>/evalplus/<mbpp|humaneval>/generated.jsonl``) and EvalPlus's
@@ -93,15 +94,36 @@ def compare(model: str, dataset: str, repo: Path, work: Path, rlvr: str) -> dict
             "pass@1_rlvr": pass_at_1(our_st), "disagreeing": differ}
 
 
+def table(doc: dict[str, Any]) -> str:
+    """The results file ``doc`` as the Markdown table of ``docs/judge/parity.md``: one row per model and dataset."""
+    rows = ["| published run | tasks | agreeing | pass@1 base / plus, published | rlvr | disagreeing tasks: published "
+            "→ rlvr (base, plus) |", "|---|---:|---:|---|---|---|"]
+    for r in doc["runs"]:
+        pub, ours = r["pass@1_published"], r["pass@1_rlvr"]
+        differ = "; ".join(f"{x['task_id']}: {'/'.join(x['published'])} → {'/'.join(x['rlvr'])} "
+                           f"({x['rlvr_verdict']['verdict']}, {x['rlvr_verdict']['passed']}/"
+                           f"{x['rlvr_verdict']['total']})" for x in r["disagreeing"]) or "none"
+        opts = " " + " ".join(r["options"]) if r["options"] else ""
+        rows.append(f"| {r['model']}, `{r['dataset']}`{opts} ({r['published_date']}) | {r['tasks']} | {r['agreeing']} "
+                    f"| {pub['base']:.3f} / {pub['plus']:.3f} | {ours['base']:.3f} / {ours['plus']:.3f} | {differ} |")
+    return "\n".join(rows) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """CLI entry (see the module docstring). Returns 0; raises ``SystemExit`` on a file that does not fit."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--qwen-repo", type=Path, required=True)
-    ap.add_argument("--work", type=Path, required=True)
+    ap.add_argument("--qwen-repo", type=Path)
+    ap.add_argument("--work", type=Path)
     ap.add_argument("--models", nargs="+", default=["7b-base", "1.5b-base"])
     ap.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("published_qwen2.5-coder.json"))
+    ap.add_argument("--table", action="store_true", help="print --out's Markdown table and stop (no judging)")
     a = ap.parse_args(argv)
+    if a.table:
+        print(table(json.loads(a.out.read_text())), end="")
+        return 0
+    if a.qwen_repo is None or a.work is None:
+        ap.error("--qwen-repo and --work are required to judge")
     rlvr = os.environ.get("RLVR") or shutil.which("rlvr") or str(Path(sys.executable).with_name("rlvr"))
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     results = [compare(m, ds, a.qwen_repo, a.work, rlvr) for ds in a.datasets for m in a.models]
