@@ -147,24 +147,30 @@ def test_pre_set_eq_release_is_known_everywhere():
     GovernanceParams(datasets=[], evalplus_release="pre-set-eq")  # a governance hyperparameter too
 
 
+def _mbppplus_v010_rows(tmp_path: Path, task_id: str, solution: str) -> dict[str | None, dict]:
+    """``rlvr judge --dataset mbppplus:v0.1.0`` on one sample, with the current rules (key ``None``) and with
+    ``--evalplus-release pre-set-eq``: the task's row of each run's ``_eval_results.json``."""
+    samples = tmp_path / "s.jsonl"
+    samples.write_text(json.dumps({"task_id": task_id, "solution": solution}) + "\n")
+    rows = {}
+    for release in (None, "pre-set-eq"):
+        args = ["judge", "--dataset", "mbppplus:v0.1.0", "--samples", str(samples), "--problems-dir",
+                str(tmp_path / "none"), "--out", str(tmp_path / "v.jsonl")]
+        r = CliRunner().invoke(main, args + (["--evalplus-release", release] if release else []))
+        assert r.exit_code == 0, r.output
+        rows[release] = json.loads((tmp_path / "s_eval_results.json").read_text())["eval"][task_id][0]
+    return rows
+
+
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
 def test_pre_set_eq_reproduces_order_sensitive_verdicts(tmp_path, monkeypatch, judge):
     """Mbpp/2 answered with the shared elements in another order: accepted under EvalPlus's set-equality oracle,
     rejected under ``pre-set-eq`` (as the published MBPP+ v0.1.0 tables graded it)."""
     monkeypatch.setattr("rlvr.judge.client.get_judge", lambda: judge)
     sol = "def similar_elements(a, b):\n    return tuple(sorted(set(a) & set(b), reverse=True))\n"
-    samples = tmp_path / "s.jsonl"
-    samples.write_text(json.dumps({"task_id": "Mbpp/2", "solution": sol}) + "\n")
-    statuses = {}
-    for release in (None, "pre-set-eq"):
-        args = ["judge", "--dataset", "mbppplus:v0.1.0", "--samples", str(samples), "--problems-dir",
-                str(tmp_path / "none"), "--out", str(tmp_path / "v.jsonl")]
-        r = CliRunner().invoke(main, args + (["--evalplus-release", release] if release else []))
-        assert r.exit_code == 0, r.output
-        doc = json.loads((tmp_path / "s_eval_results.json").read_text())
-        statuses[release] = (doc["eval"]["Mbpp/2"][0]["base_status"], doc["eval"]["Mbpp/2"][0]["plus_status"])
-    assert statuses[None] == ("pass", "pass")
-    assert statuses["pre-set-eq"] == ("fail", "fail")
+    rows = _mbppplus_v010_rows(tmp_path, "Mbpp/2", sol)
+    assert (rows[None]["base_status"], rows[None]["plus_status"]) == ("pass", "pass")
+    assert (rows["pre-set-eq"]["base_status"], rows["pre-set-eq"]["plus_status"]) == ("fail", "fail")
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap not installed")
@@ -176,20 +182,12 @@ def test_pre_set_eq_grades_against_a_reference_from_another_process(tmp_path, mo
     the integer-only base inputs pass. On today's code before this rule both columns passed."""
     monkeypatch.setattr("rlvr.judge.client.get_judge", lambda: judge)
     sol = "def intersection_array(arr1, arr2):\n    return list(set(arr1) & set(arr2))\n"
-    samples = tmp_path / "s.jsonl"
-    samples.write_text(json.dumps({"task_id": "Mbpp/249", "solution": sol}) + "\n")
-    got = {}
-    for release in (None, "pre-set-eq"):
-        args = ["judge", "--dataset", "mbppplus:v0.1.0", "--samples", str(samples), "--problems-dir",
-                str(tmp_path / "none"), "--out", str(tmp_path / "v.jsonl")]
-        r = CliRunner().invoke(main, args + (["--evalplus-release", release] if release else []))
-        assert r.exit_code == 0, r.output
-        row = json.loads((tmp_path / "s_eval_results.json").read_text())["eval"]["Mbpp/249"][0]
-        got[release] = (row["base_status"], row["plus_status"], row["plus_fail_tests"])
-    assert got[None] == ("pass", "pass", [])
-    base, plus, failed = got["pre-set-eq"]
-    assert (base, plus) == ("pass", "fail")
+    rows = _mbppplus_v010_rows(tmp_path, "Mbpp/249", sol)
+    assert (rows[None]["base_status"], rows[None]["plus_status"], rows[None]["plus_fail_tests"]) == ("pass", "pass", [])
+    row = rows["pre-set-eq"]
+    assert (row["base_status"], row["plus_status"]) == ("pass", "fail")
     # the first failing input holds strings (an int's hash, and so its place in a set, does not depend on the seed)
+    failed = row["plus_fail_tests"]
     assert any(isinstance(x, str) for arg in failed[0] for x in arg), failed
 
 
